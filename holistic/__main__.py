@@ -1,0 +1,3 @@
+from holistic.cli import main
+
+main()

@@ -1,0 +1,53 @@
+"""The stream entry of one accepted batch: small routing fields plus the versioned envelope.
+
+Fields: v (envelope schema version), m (model), s (per-model sequence), e (BatchEnvelope bytes).
+The gateway never re-encodes predictions: e is the SubmitPredictionsRequest bytes as received,
+followed by an encoded header BatchEnvelope (fields 1, 2 and 100+). Protobuf merges concatenated
+messages and the header's scalars, written last, win (see protos/holistic/queue/v1/envelope.proto).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+
+VERSION = b"1"
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    model: str
+    seq: int
+    payload: bytes
+
+    def envelope(self) -> BatchEnvelope:
+        return BatchEnvelope.FromString(self.payload)
+
+
+class BadEntry(ValueError):
+    """A stream entry this version cannot read."""
+
+
+def fields_for(model: str, seq: int, request_bytes: bytes, header: BatchEnvelope) -> dict[str, bytes | str | int]:
+    return {"v": VERSION, "m": model, "s": seq, "e": request_bytes + header.SerializeToString()}
+
+
+def _get(fields: dict[bytes, bytes], name: bytes) -> bytes:
+    value = fields.get(name)
+    if value is None:
+        raise BadEntry(f"stream entry has no {name.decode()!r} field")
+    return value
+
+
+def parse(entry_id: bytes | str, fields: dict[bytes, bytes]) -> Entry:
+    eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    version = _get(fields, b"v")
+    if version != VERSION:
+        raise BadEntry(f"envelope version {version!r} is not {VERSION!r}")
+    try:
+        seq = int(_get(fields, b"s"))
+    except ValueError as exc:
+        raise BadEntry(f"bad sequence {fields.get(b's')!r}") from exc
+    return Entry(eid, _get(fields, b"m").decode(), seq, _get(fields, b"e"))

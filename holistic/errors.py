@@ -1,0 +1,53 @@
+"""Typed errors raised inside; gateway/status.py maps them to gRPC codes at one boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class HolisticError(Exception):
+    """Base of every error this service raises on purpose."""
+
+
+class ConfigError(HolisticError):
+    """Settings that cannot work; the process stops with this message."""
+
+
+@dataclass
+class FieldViolation:
+    field: str
+    description: str
+
+
+@dataclass
+class InvalidArgument(HolisticError):
+    violations: list[FieldViolation] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        shown = "; ".join(f"{v.field}: {v.description}" for v in self.violations[:5])
+        more = f" (+{len(self.violations) - 5} more)" if len(self.violations) > 5 else ""
+        return f"{len(self.violations)} invalid field(s): {shown}{more}"
+
+
+class AlreadyExists(HolisticError):
+    """A batch_id was reused with other content."""
+
+
+class NotFound(HolisticError):
+    """No such model."""
+
+
+@dataclass
+class Backpressure(HolisticError):
+    """The backlog is over its cap; the client should retry after retry_after_s."""
+
+    retry_after_s: float
+    backlog: int
+    cap: int
+
+    def __str__(self) -> str:
+        return f"backlog of {self.backlog} batches is over its cap of {self.cap}; retry later"
+
+
+class Unavailable(HolisticError):
+    """Redis is unreachable."""

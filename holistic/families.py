@@ -1,0 +1,72 @@
+"""What a metric family is: a pure `batch -> partial stats` and a pure `stats -> metrics` fold.
+
+Families live in metric_services/; this module names them and the shapes they exchange, so the
+worker runner (which calls compute) and the profile fold (which calls fold) share one contract.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Protocol
+
+from holistic.stats import Folded, Stats
+
+if TYPE_CHECKING:
+    from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+    from holistic.settings import Settings
+    from holistic.v1.profile_pb2 import Dimension, FamilyReport, Metric, MetricSignature
+
+REGISTRY = {
+    "accuracy": "metric_services.accuracy",
+    "efficiency": "metric_services.efficiency",
+}
+
+
+@dataclass
+class ScenarioPart:
+    """What one family says about one scenario."""
+
+    metrics: list[Metric] = field(default_factory=list)
+    count: int = 0
+    task: int = 0
+    main_metric: str = ""
+
+
+@dataclass
+class FamilyFold:
+    report: FamilyReport
+    scenarios: dict[str, ScenarioPart] = field(default_factory=dict)
+    dimensions: list[Dimension] = field(default_factory=list)
+
+
+class Family(Protocol):
+    name: str
+    version: str
+
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+        """Partial statistics of one batch, keyed by the epoch minute of each prediction."""
+        ...
+
+    def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+        """Metrics, per-scenario parts and radar dimensions from merged statistics."""
+        ...
+
+    def signature(self, model: str, settings: Settings) -> MetricSignature: ...
+
+
+@cache
+def load_family(name: str) -> Family:
+    if name not in REGISTRY:
+        raise KeyError(f"unknown metric family {name!r}; known: {sorted(REGISTRY)}")
+    module = importlib.import_module(REGISTRY[name])
+    family: Family = module.FAMILY
+    return family
+
+
+def prediction_minute(seconds: int, nanos: int, fallback_s: float) -> int:
+    """Epoch minute a prediction is bucketed in: produced_at, else the batch's accept time."""
+    if seconds or nanos:
+        return int(seconds // 60)
+    return int(fallback_s // 60)

@@ -1,0 +1,46 @@
+"""The janitor: trims the work stream below what every group still needs, and forgets dead consumers."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from holistic.keys import Keys
+from holistic.redis_conn import RETRYABLE
+from holistic.settings import Settings
+from holistic.workqueue import WorkQueue
+
+log = logging.getLogger("holistic.janitor")
+
+STALE_CONSUMER_MS = 24 * 3600 * 1000
+
+
+def sweep(queue: WorkQueue, families: list[str]) -> tuple[int, int]:
+    """One pass: returns (entries trimmed, idle consumers with nothing pending removed)."""
+    for family in families:
+        queue.ensure_group(family)
+    trimmed = queue.trim()
+    removed = 0
+    for family in families:
+        for c in queue.r.xinfo_consumers(queue.keys.stream, family):
+            name = c["name"].decode() if isinstance(c["name"], bytes) else c["name"]
+            if int(c["pending"]) == 0 and int(c["idle"]) > STALE_CONSUMER_MS:
+                queue.r.xgroup_delconsumer(queue.keys.stream, family, name)
+                removed += 1
+    return trimmed, removed
+
+
+def run_janitor(settings: Settings, client: redis.Redis, stop: threading.Event | None = None) -> None:
+    stop = stop or threading.Event()
+    queue = WorkQueue(client, Keys(settings.key_prefix))
+    log.info("janitor trimming %s every %.0fs", queue.keys.stream, settings.janitor_interval_s)
+    while not stop.is_set():
+        try:
+            trimmed, removed = sweep(queue, list(settings.families))
+            if trimmed or removed:
+                log.info("trimmed %d entries, removed %d idle consumers", trimmed, removed)
+        except RETRYABLE as exc:
+            log.warning("redis unreachable (%s)", exc)
+        stop.wait(settings.janitor_interval_s)

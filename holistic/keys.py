@@ -1,0 +1,62 @@
+"""Every Redis key name the service uses, built in one place.
+
+Hash tags keep what one Lua script touches in one cluster slot: `{q0}` for the work stream and its
+dead letters, `{m:<model>}` for everything of one model. Names never get built inside Lua.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+QUEUE_SHARD = "q0"
+
+
+@dataclass(frozen=True)
+class Keys:
+    prefix: str = "hl"
+
+    # --- the work queue -------------------------------------------------------------------
+    @property
+    def stream(self) -> str:
+        """STREAM: one entry per accepted batch; one consumer group per metric family."""
+        return f"{self.prefix}:{{{QUEUE_SHARD}}}:preds"
+
+    @property
+    def dead_letters(self) -> str:
+        """STREAM: entries a family gave up on, with their group and delivery count."""
+        return f"{self.prefix}:{{{QUEUE_SHARD}}}:dlq"
+
+    # --- global --------------------------------------------------------------------------
+    @property
+    def models(self) -> str:
+        """SET: every model with an accepted batch."""
+        return f"{self.prefix}:models"
+
+    # --- per model -----------------------------------------------------------------------
+    def _model(self, model: str) -> str:
+        return f"{self.prefix}:{{m:{model}}}"
+
+    def sequence(self, model: str) -> str:
+        """STRING: INCR gives the next batch sequence number."""
+        return f"{self._model(model)}:seq"
+
+    def ingest(self, model: str, batch_id: str) -> str:
+        """HASH with a TTL: seq, content hash, state (reserved|queued), count, accept time."""
+        return f"{self._model(model)}:ingest:{batch_id}"
+
+    def meta(self, model: str) -> str:
+        """HASH: accepted predictions and batches, first and last accept time."""
+        return f"{self._model(model)}:meta"
+
+    def done(self, model: str, family: str) -> str:
+        """BITMAP: bit[seq] = 1 once the family applied that batch."""
+        return f"{self._model(model)}:done:{family}"
+
+    def stats(self, model: str, family: str, tier: str, bucket: int | None = None) -> str:
+        """HASH of mergeable statistics; tier is "all", "m" (minute) or "h" (hour)."""
+        suffix = tier if bucket is None else f"{tier}:{bucket}"
+        return f"{self._model(model)}:st:{family}:{suffix}"
+
+    def updates(self, model: str) -> str:
+        """STREAM (capped, no group): one entry per applied batch, for WatchProfile."""
+        return f"{self._model(model)}:updates"

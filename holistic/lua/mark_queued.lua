@@ -1,0 +1,13 @@
+-- After the batch is on the work stream: mark it queued and count it, exactly once.
+-- KEYS[1] ingest hash   KEYS[2] model meta hash
+-- Returns 1 when this call counted the batch, 0 when an earlier call did.
+if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'queued')
+local n = redis.call('HGET', KEYS[1], 'n')
+local ms = redis.call('HGET', KEYS[1], 'ms')
+redis.call('HINCRBY', KEYS[2], 'accepted_predictions', n)
+redis.call('HINCRBY', KEYS[2], 'accepted_batches', 1)
+redis.call('HSETNX', KEYS[2], 'first_accept_ms', ms)
+local last = tonumber(redis.call('HGET', KEYS[2], 'last_accept_ms') or '0')
+if tonumber(ms) > last then redis.call('HSET', KEYS[2], 'last_accept_ms', ms) end
+return 1

@@ -1,0 +1,28 @@
+"""Loads the Lua scripts that sit next to this module, for sync and asyncio clients alike."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+LUA_DIR = Path(__file__).parent / "lua"
+NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay")
+
+
+@cache
+def source(name: str) -> str:
+    if name not in NAMES:
+        raise KeyError(f"no Lua script {name!r}; have {NAMES}")
+    return (LUA_DIR / f"{name}.lua").read_text()
+
+
+class Scripts:
+    """redis-py Script objects (EVALSHA, falling back to EVAL once) bound to one client."""
+
+    def __init__(self, client: Any) -> None:
+        self.ingest = client.register_script(source("ingest"))
+        self.mark_queued = client.register_script(source("mark_queued"))
+        self.apply = client.register_script(source("apply"))
+        self.deadletter = client.register_script(source("deadletter"))
+        self.replay = client.register_script(source("replay"))

@@ -1,0 +1,171 @@
+"""Mergeable statistics: flat field -> number maps that add (or min/max) in any order.
+
+A family turns a batch into Stats; apply.lua merges them into Redis hashes with HINCRBY(FLOAT),
+and reading a window merges hashes the same way. A field's merge rule is part of its name:
+fields ending in "|min" keep the minimum, "|max" the maximum, every other field adds. So any split
+of the stream into batches, in any order, folds to the same numbers (up to float addition order).
+
+Histograms (sketch bins) are one field "<name>|hist" holding a JSON object of bin -> count, merged
+bin by bin inside apply.lua: one write per histogram instead of one HINCRBY per bin, which is most
+of Redis's work otherwise. Read back, bin b of histogram <name> appears as the field "<name>|<b>".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+
+MIN_SUFFIX = "|min"
+MAX_SUFFIX = "|max"
+HIST_SUFFIX = "|hist"
+
+
+def merge_rule(field: str) -> str:
+    """ "<" for min fields, ">" for max fields, "+" for additive ones."""
+    if field.endswith(MIN_SUFFIX):
+        return "<"
+    if field.endswith(MAX_SUFFIX):
+        return ">"
+    return "+"
+
+
+class Stats:
+    """Additive counters and sums, plus min/max fields, keyed by field name."""
+
+    __slots__ = ("floats", "hists", "ints", "maxes", "mins")
+
+    def __init__(self) -> None:
+        self.ints: dict[str, int] = {}
+        self.floats: dict[str, float] = {}
+        self.mins: dict[str, float] = {}
+        self.maxes: dict[str, float] = {}
+        self.hists: dict[str, dict[str, int]] = {}
+
+    def bump(self, name: str, bin_: str, n: int = 1) -> None:
+        """Count n into bin bin_ of histogram name."""
+        hist = self.hists.setdefault(name + HIST_SUFFIX, {})
+        hist[bin_] = hist.get(bin_, 0) + n
+
+    def incr(self, field: str, n: int = 1) -> None:
+        self.ints[field] = self.ints.get(field, 0) + n
+
+    def add(self, field: str, value: float) -> None:
+        self.floats[field] = self.floats.get(field, 0.0) + value
+
+    def add_moments(self, field: str, value: float) -> None:
+        """Count, sum and sum of squares: what a mean and its interval need."""
+        self.ints[field + "|n"] = self.ints.get(field + "|n", 0) + 1
+        self.floats[field + "|sum"] = self.floats.get(field + "|sum", 0.0) + value
+        self.floats[field + "|sumsq"] = self.floats.get(field + "|sumsq", 0.0) + value * value
+
+    def low(self, name: str, value: float) -> None:
+        field = name + MIN_SUFFIX
+        current = self.mins.get(field)
+        if current is None or value < current:
+            self.mins[field] = value
+
+    def high(self, name: str, value: float) -> None:
+        field = name + MAX_SUFFIX
+        current = self.maxes.get(field)
+        if current is None or value > current:
+            self.maxes[field] = value
+
+    def merge(self, other: Stats) -> Stats:
+        for f, n in other.ints.items():
+            self.ints[f] = self.ints.get(f, 0) + n
+        for f, v in other.floats.items():
+            self.floats[f] = self.floats.get(f, 0.0) + v
+        for f, v in other.mins.items():
+            if f not in self.mins or v < self.mins[f]:
+                self.mins[f] = v
+        for f, v in other.maxes.items():
+            if f not in self.maxes or v > self.maxes[f]:
+                self.maxes[f] = v
+        for f, bins in other.hists.items():
+            mine = self.hists.setdefault(f, {})
+            for b, n in bins.items():
+                mine[b] = mine.get(b, 0) + n
+        return self
+
+    def __bool__(self) -> bool:
+        return bool(self.ints or self.floats or self.mins or self.maxes or self.hists)
+
+    def __len__(self) -> int:
+        return len(self.ints) + len(self.floats) + len(self.mins) + len(self.maxes) + len(self.hists)
+
+    def lua_ops(self) -> list[str | int | float]:
+        """Flatten to apply.lua's (op, field, value) triples."""
+        out: list[str | int | float] = []
+        for f, n in self.ints.items():
+            out += ("i", f, n)
+        for f, v in self.floats.items():
+            out += ("f", f, repr(v))
+        for f, v in self.mins.items():
+            out += ("<", f, repr(v))
+        for f, v in self.maxes.items():
+            out += (">", f, repr(v))
+        for f, bins in self.hists.items():
+            out += ("h", f, json.dumps(bins, separators=(",", ":")))
+        return out
+
+
+class Folded(Mapping[str, float]):
+    """Merged statistics as read back: a read-only field -> value map with helpers."""
+
+    def __init__(self, values: dict[str, float] | None = None) -> None:
+        self._v: dict[str, float] = values or {}
+
+    @classmethod
+    def from_hashes(cls, hashes: Iterable[Mapping[bytes | str, bytes | str]]) -> Folded:
+        out: dict[str, float] = {}
+        for h in hashes:
+            for raw_field, raw_value in h.items():
+                field = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
+                if field.endswith(HIST_SUFFIX):
+                    _add_bins(out, field, json.loads(raw_value))
+                    continue
+                value = float(raw_value)
+                rule = merge_rule(field)
+                if field not in out:
+                    out[field] = value
+                elif rule == "+":
+                    out[field] += value
+                elif rule == "<":
+                    out[field] = min(out[field], value)
+                else:
+                    out[field] = max(out[field], value)
+        return cls(out)
+
+    @classmethod
+    def from_stats(cls, stats: Stats) -> Folded:
+        values: dict[str, float] = {f: float(n) for f, n in stats.ints.items()}
+        values.update(stats.floats)
+        values.update(stats.mins)
+        values.update(stats.maxes)
+        for field, bins in stats.hists.items():
+            _add_bins(values, field, bins)
+        return cls(values)
+
+    def __getitem__(self, key: str) -> float:
+        return self._v[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._v)
+
+    def __len__(self) -> int:
+        return len(self._v)
+
+    def num(self, key: str, default: float = 0.0) -> float:
+        return self._v.get(key, default)
+
+    def with_prefix(self, prefix: str) -> dict[str, float]:
+        """Fields under prefix, with the prefix cut off."""
+        n = len(prefix)
+        return {k[n:]: v for k, v in self._v.items() if k.startswith(prefix)}
+
+
+def _add_bins(out: dict[str, float], field: str, bins: Mapping[str, float]) -> None:
+    base = field[: -len(HIST_SUFFIX)]
+    for b, n in bins.items():
+        key = f"{base}|{b}"
+        out[key] = out.get(key, 0.0) + float(n)
