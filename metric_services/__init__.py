@@ -1,0 +1,1 @@
+"""Metric families (one module each) and the worker runner they share."""

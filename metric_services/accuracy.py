@@ -1,0 +1,235 @@
+"""Accuracy family: HELM's reference metrics per scenario, and the scenario's main metric.
+
+Per prediction with references: exact_match, quasi_exact_match, prefix_exact_match,
+quasi_prefix_exact_match and f1_score, each the max over references (reference_metrics.py).
+A prediction with `correct` set counts with the client's judgement for the scenario's accuracy.
+The scenario's main metric follows its task, HELM's choice per scenario type, unless
+HOLISTIC_MAIN_METRICS overrides it; it is chosen when the profile is folded, so an override
+re-scores history. The accuracy axis is the unweighted mean over scenarios of their accuracy,
+as HELM's group cells are means of run means.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from holistic.families import FamilyFold, ScenarioPart, prediction_minute
+from holistic.intervals import mean_of_means, mean_var
+from holistic.metric_values import mean, proportion
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.profile_pb2 import (
+    DIMENSION_KIND_ACCURACY,
+    Dimension,
+    FamilyReport,
+    Interval,
+    Metric,
+    MetricSignature,
+)
+from metric_services.reference_metrics import BINARY, METRICS, scores
+
+NAME = "accuracy"
+VERSION = "1"
+
+MAIN_METRIC_BY_TASK = {
+    pb.TASK_MULTIPLE_CHOICE: "exact_match",
+    pb.TASK_CLASSIFICATION: "quasi_exact_match",
+    pb.TASK_OPEN_QA: "f1_score",
+    pb.TASK_FREE_GENERATION: "f1_score",
+    pb.TASK_SUMMARIZATION: "rouge_2",
+}
+
+DEFINITION = (
+    "Unweighted mean over scenarios of each scenario's accuracy: its main metric (HELM's choice per "
+    "task: exact_match for multiple choice, quasi_exact_match for classification, f1_score for QA and "
+    "free generation, rouge_2 for summarization), or the client's `correct` where given."
+)
+
+
+class AccuracyFamily:
+    name = NAME
+    version = VERSION
+
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+        accept_s = envelope.accept_time.seconds
+        groups: dict[tuple[int, str], _Sums] = {}
+        for p in envelope.predictions:
+            at = p.produced_at
+            key = (prediction_minute(at.seconds, at.nanos, accept_s), p.scenario)
+            acc = groups.get(key)
+            if acc is None:
+                acc = groups[key] = _Sums()
+            acc.add(p)
+        out: dict[int, Stats] = defaultdict(Stats)
+        for (minute, scn), acc in groups.items():
+            acc.emit(out[minute], scn)
+        return dict(out)
+
+    def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+        scenarios = sorted({k.split("|", 1)[0] for k in stats if k.endswith("|n") and k.count("|") == 1})
+        parts: dict[str, ScenarioPart] = {}
+        mains: list[tuple[float, float]] = []
+        main_metrics: list[Metric] = []
+        per_metric: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        total = unscored = 0
+        for scn in scenarios:
+            f = stats.with_prefix(scn + "|")
+            n = int(f.get("n", 0))
+            total += n
+            unscored += int(f.get("unscored", 0))
+            tasks = {int(k[5:]): v for k, v in f.items() if k.startswith("task:")}
+            task = max(tasks, key=lambda t: (tasks[t], -t)) if tasks else pb.TASK_UNSPECIFIED
+            main = settings.main_metrics.get(scn) or MAIN_METRIC_BY_TASK.get(task, "quasi_exact_match")
+            part = ScenarioPart(count=n, task=task, main_metric=main)
+            ref_n = f.get("ref|n", 0.0)
+            for metric in METRICS:
+                if ref_n:
+                    s = f.get(f"ref|{metric}|sum", 0.0)
+                    ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
+                    part.metrics.append(_mean(metric, ref_n, s, ss, metric in BINARY))
+                    per_metric[metric].append(mean_var(ref_n, s, ss))
+            judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
+            if judged_n:
+                part.metrics.append(proportion("client_judged_correct", NAME, judged_sum, judged_n))
+            acc = _scenario_accuracy(f, main, judged_n, judged_sum)
+            if acc is not None:
+                part.metrics.append(acc)
+                main_metrics.append(acc)
+                mains.append(mean_var(acc.count, acc.value * acc.count, _sumsq_of(f, main, judged_sum)))
+            parts[scn] = part
+
+        report = FamilyReport(
+            family=NAME,
+            count=total,
+            skipped=unscored,
+            skipped_reason="no references and no client judgement" if unscored else "",
+            signature=self.signature(model, settings),
+        )
+        for metric, mv in per_metric.items():
+            report.metrics.append(_macro(metric, mv))
+        return FamilyFold(report=report, scenarios=parts, dimensions=[_dimension(mains, main_metrics, parts)])
+
+    def signature(self, model: str, settings: Settings) -> MetricSignature:
+        options = {"normalize": "helm-quac", "f1": "token-set", "references": "max", "strip": "output"}
+        if settings.main_metrics:
+            options["main_overrides"] = ",".join(f"{k}={v}" for k, v in sorted(settings.main_metrics.items()))
+        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
+        return MetricSignature(family=NAME, version=VERSION, options=options, text=text)
+
+
+class _Sums:
+    """One (minute, scenario)'s sums, added up locally before they become Stats fields."""
+
+    __slots__ = ("judged_n", "judged_sum", "n", "ref", "ref_n", "tasks", "unjudged", "unjudged_n", "unscored")
+
+    def __init__(self) -> None:
+        self.n = self.ref_n = self.unjudged_n = self.judged_n = self.judged_sum = self.unscored = 0
+        self.tasks: dict[int, int] = {}
+        self.ref = [0.0] * 6  # the five METRICS, then f1 squared
+        self.unjudged = [0.0] * 6
+
+    def add(self, p: pb.Prediction) -> None:
+        self.n += 1
+        self.tasks[p.task] = self.tasks.get(p.task, 0) + 1
+        refs = p.references
+        judged = p.HasField("correct")
+        if refs:
+            values = scores(list(refs), p.output)
+            self.ref_n += 1
+            ref = self.ref
+            for i, v in enumerate(values):
+                ref[i] += v
+            ref[5] += values[4] * values[4]
+            if not judged:
+                self.unjudged_n += 1
+                unj = self.unjudged
+                for i, v in enumerate(values):
+                    unj[i] += v
+                unj[5] += values[4] * values[4]
+        if judged:
+            self.judged_n += 1
+            self.judged_sum += 1 if p.correct else 0
+        elif not refs:
+            self.unscored += 1
+
+    def emit(self, st: Stats, scn: str) -> None:
+        st.incr(f"{scn}|n", self.n)
+        for task, count in self.tasks.items():
+            st.incr(f"{scn}|task:{task}", count)
+        for part, n, sums in (("ref", self.ref_n, self.ref), ("unjudged", self.unjudged_n, self.unjudged)):
+            if n:
+                st.incr(f"{scn}|{part}|n", n)
+                for metric, value in zip(METRICS, sums, strict=False):
+                    if metric in BINARY:  # counts of 0/1 outcomes: exact integers, and cheaper in Redis
+                        st.incr(f"{scn}|{part}|{metric}|sum", round(value))
+                    else:
+                        st.add(f"{scn}|{part}|{metric}|sum", value)
+                st.add(f"{scn}|{part}|f1_score|sumsq", sums[5])
+        if self.judged_n:
+            st.incr(f"{scn}|judged|n", self.judged_n)
+            st.incr(f"{scn}|judged|sum", self.judged_sum)
+        if self.unscored:
+            st.incr(f"{scn}|unscored", self.unscored)
+
+
+def _mean(metric: str, n: float, s: float, ss: float, binary: bool) -> Metric:
+    if binary:
+        return proportion(metric, NAME, s, n)
+    return mean(metric, NAME, n, s, ss, clip=(0.0, 1.0))
+
+
+def _sumsq_of(f: dict[str, float], main: str, judged_sum: float) -> float:
+    ss = f.get(f"unjudged|{main}|sum", 0.0) if main in BINARY else f.get(f"unjudged|{main}|sumsq", 0.0)
+    return ss + judged_sum
+
+
+def _scenario_accuracy(f: dict[str, float], main: str, judged_n: float, judged_sum: float) -> Metric | None:
+    """The scenario's main metric over unjudged predictions, plus the client's judgements."""
+    unjudged_n = f.get("unjudged|n", 0.0) if main in METRICS else 0.0
+    n = unjudged_n + judged_n
+    if not n:
+        return None
+    s = (f.get(f"unjudged|{main}|sum", 0.0) if unjudged_n else 0.0) + judged_sum
+    binary = main in BINARY or not unjudged_n  # client judgements alone are 0/1
+    return _mean("accuracy", n, s, _sumsq_of(f, main, judged_sum), binary)
+
+
+def _macro(name: str, parts: list[tuple[float, float]]) -> Metric:
+    """Unweighted mean over scenarios; count is the number of scenarios."""
+    value, lo, hi = mean_of_means(parts)
+    m = Metric(name=name, family=NAME, value=value, count=len(parts))
+    if lo > float("-inf"):
+        m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
+    return m
+
+
+def _dimension(mains: list[tuple[float, float]], metrics: list[Metric], parts: dict[str, ScenarioPart]) -> Dimension:
+    dim = Dimension(kind=DIMENSION_KIND_ACCURACY, definition=DEFINITION)
+    if not mains:
+        waiting = [s for s, p in parts.items() if p.main_metric not in METRICS]
+        dim.absent_reason = (
+            f"no scored predictions: scenarios {waiting} use a main metric from another family"
+            if waiting
+            else "no predictions with references or a client judgement in this window"
+        )
+        return dim
+    value, lo, hi = mean_of_means(mains)
+    dim.score = value
+    dim.count = sum(m.count for m in metrics)
+    if lo > float("-inf"):
+        dim.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
+    named = []
+    for scn, part in parts.items():
+        for m in part.metrics:
+            if m.name == "accuracy":
+                c = Metric()
+                c.CopyFrom(m)
+                c.name = f"accuracy[{scn}:{part.main_metric}]"
+                named.append(c)
+    dim.metrics.extend(named)
+    return dim
+
+
+FAMILY = AccuracyFamily()

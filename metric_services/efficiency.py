@@ -1,0 +1,256 @@
+"""Efficiency family: latency and time-to-first-token percentiles, tokens, throughput, objective.
+
+Percentiles come from DDSketch (DataDog's `ddsketch`, logarithmic mapping): each value lands in
+bin ceil(log_gamma(v)), gamma = (1 + a) / (1 - a) with a = 1 %, so every reported quantile is
+within 1 % of the exact order statistic of the data, whatever the batching. Bin counts add, so
+they merge in Redis with HINCRBY. The relative accuracy is fixed by the family version (changing it
+would mix incompatible bins). The efficiency axis is the share of requests whose latency is within
+the model's objective (HOLISTIC_LATENCY_OBJECTIVE_S, or per model HOLISTIC_LATENCY_OBJECTIVES),
+read from the same bins: only requests within 1 % of the objective can be misclassified.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+from ddsketch.ddsketch import BaseDDSketch
+from ddsketch.mapping import LogarithmicMapping
+from ddsketch.store import DenseStore
+
+from holistic.families import FamilyFold, ScenarioPart
+from holistic.metric_values import mean, plain, proportion, with_interval
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import Folded, Stats
+from holistic.v1.profile_pb2 import (
+    DIMENSION_KIND_EFFICIENCY,
+    Dimension,
+    FamilyReport,
+    Metric,
+    MetricSignature,
+)
+
+NAME = "efficiency"
+VERSION = "1"
+RELATIVE_ACCURACY = 0.01
+MAPPING = LogarithmicMapping(RELATIVE_ACCURACY)
+QUANTILES = (0.5, 0.9, 0.99)
+SKETCHES = {"lat": "latency", "ttft": "time_to_first_token"}
+
+
+class _Minute:
+    """One minute's values of a batch, binned and summed locally before they become Stats fields."""
+
+    __slots__ = ("completion", "gen_s", "gen_tokens", "lat", "n", "prompt", "t_max", "t_min", "ttft", "untimed")
+
+    def __init__(self) -> None:
+        self.n = self.untimed = 0
+        self.t_min, self.t_max = math.inf, -math.inf
+        self.lat: list[tuple[str, float]] = []
+        self.ttft: list[float] = []
+        self.prompt: list[float] = []
+        self.completion: list[float] = []
+        self.gen_tokens = self.gen_s = 0.0
+
+    def add(self, p: object, produced: float) -> None:
+        self.n += 1
+        self.t_min = min(self.t_min, produced)
+        self.t_max = max(self.t_max, produced)
+        if not p.HasField("timing"):  # type: ignore[attr-defined]
+            self.untimed += 1
+            return
+        t = p.timing  # type: ignore[attr-defined]
+        latency = ttft = None
+        if t.HasField("latency"):
+            latency = t.latency.seconds + t.latency.nanos * 1e-9
+            self.lat.append((p.scenario, latency))  # type: ignore[attr-defined]
+        if t.HasField("time_to_first_token"):
+            ttft = t.time_to_first_token.seconds + t.time_to_first_token.nanos * 1e-9
+            self.ttft.append(ttft)
+        if t.HasField("prompt_tokens"):
+            self.prompt.append(float(t.prompt_tokens))
+        if t.HasField("completion_tokens"):
+            tokens = float(t.completion_tokens)
+            self.completion.append(tokens)
+            if latency is not None:
+                gen = latency - ttft if ttft is not None and ttft < latency else latency
+                if gen > 0:
+                    self.gen_tokens += tokens
+                    self.gen_s += gen
+
+    def emit(self, st: Stats) -> None:
+        st.incr("n", self.n)
+        st.low("t", self.t_min)
+        st.high("t", self.t_max)
+        if self.untimed:
+            st.incr("untimed", self.untimed)
+        if self.lat:
+            keys = [_key(v) for _, v in self.lat]
+            _emit_sketch(st, "lat", keys, [v for _, v in self.lat])
+            by_scenario: dict[str, tuple[list[str], list[float]]] = {}
+            for (scn, v), k in zip(self.lat, keys, strict=True):
+                ks, vs = by_scenario.setdefault(scn, ([], []))
+                ks.append(k)
+                vs.append(v)
+            for scn, (ks, vs) in by_scenario.items():
+                _emit_sketch(st, f"{scn}|lat", ks, vs)
+        if self.ttft:
+            _emit_sketch(st, "ttft", [_key(v) for v in self.ttft], self.ttft)
+        for prefix, values in (("tok_prompt", self.prompt), ("tok_completion", self.completion)):
+            if values:
+                _emit_moments(st, prefix, values)
+        if self.gen_s > 0:
+            st.add("gen|tokens", self.gen_tokens)
+            st.add("gen|seconds", self.gen_s)
+
+
+def _key(value: float) -> str:
+    """The sketch bin of one value: "k:<DDSketch key>", or "z" at (or below) the smallest bin."""
+    return f"k:{MAPPING.key(value)}" if value > MAPPING.min_possible else "z"
+
+
+def _emit_moments(st: Stats, prefix: str, values: list[float]) -> None:
+    st.incr(f"{prefix}|n", len(values))
+    st.add(f"{prefix}|sum", math.fsum(values))
+    st.add(f"{prefix}|sumsq", math.fsum(v * v for v in values))
+
+
+def _emit_sketch(st: Stats, prefix: str, keys: list[str], values: list[float]) -> None:
+    for key, count in Counter(keys).items():
+        st.bump(prefix, key, count)
+    _emit_moments(st, prefix, values)
+
+
+class EfficiencyFamily:
+    name = NAME
+    version = VERSION
+
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+        accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
+        minutes: dict[int, _Minute] = {}
+        for p in envelope.predictions:
+            at = p.produced_at
+            secs, nanos = at.seconds, at.nanos
+            produced = secs + nanos * 1e-9 if (secs or nanos) else accept_s
+            minute = int(produced // 60)
+            acc = minutes.get(minute)
+            if acc is None:
+                acc = minutes[minute] = _Minute()
+            acc.add(p, produced)
+        out: dict[int, Stats] = {}
+        for minute, acc in minutes.items():
+            acc.emit(st := Stats())
+            out[minute] = st
+        return out
+
+    def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+        objective = settings.latency_objective_for(model)
+        n = stats.num("n")
+        report = FamilyReport(family=NAME, count=int(n), signature=self.signature(model, settings))
+        untimed = int(stats.num("untimed"))
+        if untimed:
+            report.skipped = untimed
+            report.skipped_reason = "no timing"
+        metrics: list[Metric] = []
+        for prefix, label in SKETCHES.items():
+            metrics.extend(_sketch_metrics(stats.with_prefix(prefix + "|"), label))
+        for prefix, label in (("tok_prompt", "prompt_tokens"), ("tok_completion", "completion_tokens")):
+            c = stats.num(prefix + "|n")
+            if c:
+                s = stats.num(prefix + "|sum")
+                metrics.append(mean(f"{label}_mean", NAME, c, s, stats.num(prefix + "|sumsq"), unit="tokens"))
+                metrics.append(plain(f"{label}_total", NAME, s, c, unit="tokens"))
+        if stats.num("gen|seconds") > 0:
+            rate = stats.num("gen|tokens") / stats.num("gen|seconds")
+            metrics.append(plain("output_tokens_per_second", NAME, rate, stats.num("gen|tokens"), unit="tokens/s"))
+        span = stats.num("t|max") - stats.num("t|min")
+        if n >= 2 and span > 0:
+            metrics.append(plain("throughput", NAME, (n - 1) / span, n, unit="predictions/s"))
+        within = _within(stats.with_prefix("lat|"), objective)
+        dim = Dimension(
+            kind=DIMENSION_KIND_EFFICIENCY,
+            definition=f"Share of requests with latency within the objective of {objective:g} s "
+            f"(from the sketch: requests within {RELATIVE_ACCURACY:.0%} of the objective may be misplaced).",
+        )
+        if within is None:
+            dim.absent_reason = "no predictions with timing.latency in this window"
+        else:
+            share = proportion("within_latency_objective", NAME, within[0], within[1])
+            metrics.append(share)
+            metrics.append(plain("latency_objective", NAME, objective, within[1], unit="s"))
+            dim.score = share.value
+            dim.count = share.count
+            dim.interval.CopyFrom(share.interval)
+            dim.metrics.extend(m for m in metrics if m.name.startswith("latency_") or m.name.startswith("within"))
+        report.metrics.extend(metrics)
+
+        parts: dict[str, ScenarioPart] = {}
+        for key in stats:
+            if key.endswith("|lat|n"):
+                scn = key[: -len("|lat|n")]
+                f = stats.with_prefix(scn + "|lat|")
+                part = ScenarioPart(count=int(f["n"]))
+                part.metrics.extend(_sketch_metrics(f, "latency"))
+                w = _within(f, objective)
+                if w is not None:
+                    part.metrics.append(proportion("within_latency_objective", NAME, w[0], w[1]))
+                parts[scn] = part
+        return FamilyFold(report=report, scenarios=parts, dimensions=[dim])
+
+    def signature(self, model: str, settings: Settings) -> MetricSignature:
+        options = {
+            "sketch": "ddsketch-logarithmic",
+            "relative_accuracy": repr(RELATIVE_ACCURACY),
+            "latency_objective_s": repr(settings.latency_objective_for(model)),
+        }
+        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
+        return MetricSignature(family=NAME, version=VERSION, options=options, text=text)
+
+
+def _bins(fields: dict[str, float]) -> Iterable[tuple[int, float]]:
+    for k, v in fields.items():
+        if k.startswith("k:"):
+            yield int(k[2:]), v
+
+
+def sketch_from(fields: dict[str, float]) -> BaseDDSketch:
+    """Rebuild a DDSketch from merged bin counts ("k:<key>" and "z" for zeros)."""
+    store = DenseStore()
+    for key, count in _bins(fields):
+        store.add(key, count)
+    return BaseDDSketch(MAPPING, store, DenseStore(), fields.get("z", 0.0))
+
+
+def _sketch_metrics(fields: dict[str, float], label: str) -> list[Metric]:
+    n = fields.get("n", 0.0)
+    if not n:
+        return []
+    sketch = sketch_from(fields)
+    out = [mean(f"{label}_mean", NAME, n, fields["sum"], fields.get("sumsq", 0.0), unit="s", lower_is_better=True)]
+    for q in QUANTILES:
+        value = sketch.get_quantile_value(q)
+        m = plain(f"{label}_p{round(q * 100)}", NAME, float(value), n, unit="s", lower_is_better=True)
+        lo, hi = _quantile_bounds(sketch, q, n)
+        out.append(with_interval(m, lo, hi, "order-statistic"))
+    return out
+
+
+def _quantile_bounds(sketch: BaseDDSketch, q: float, n: float) -> tuple[float, float]:
+    """Distribution-free 95 % interval for a quantile: sketch values at ranks n*q -/+ 1.96 sd."""
+    half = 1.959963984540054 * math.sqrt(n * q * (1 - q))
+    lo_q = max(0.0, (n * q - half) / n)
+    hi_q = min(1.0, (n * q + half) / n)
+    return float(sketch.get_quantile_value(lo_q)), float(sketch.get_quantile_value(hi_q))
+
+
+def _within(fields: dict[str, float], objective: float) -> tuple[float, float] | None:
+    n = fields.get("n", 0.0)
+    if not n:
+        return None
+    ok = fields.get("z", 0.0) + sum(c for key, c in _bins(fields) if MAPPING.value(key) <= objective)
+    return ok, n
+
+
+FAMILY = EfficiencyFamily()

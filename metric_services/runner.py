@@ -1,0 +1,246 @@
+"""The one worker loop every metric family runs in; a family only brings compute and fold.
+
+Per read: skip what is already applied (done bit), compute partial statistics, run apply.lua
+(merge once per (model, family, seq)), then XACK. Apply-then-ack plus an idempotent apply means
+a crash anywhere counts every prediction exactly once. An entry whose compute raises on every
+try is dead-lettered at once; one whose consumer keeps dying is dead-lettered by delivery count.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import redis
+
+from holistic import envelope as env_mod
+from holistic.families import Family, load_family
+from holistic.faults import Faults
+from holistic.keys import Keys
+from holistic.redis_conn import RETRYABLE
+from holistic.settings import Settings
+from holistic.stats import Stats
+from holistic.windows import hour_of_minute
+from holistic.workqueue import WorkQueue
+
+log = logging.getLogger("holistic.worker")
+
+UPDATES_MAXLEN = 1000
+
+
+@dataclass
+class Counters:
+    applied: int = 0
+    skipped: int = 0
+    dead_lettered: int = 0
+    claimed: int = 0
+    predictions: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Work:
+    entry_id: str
+    entry: env_mod.Entry
+    batch_id: str
+    n: int
+    by_minute: dict[int, Stats]
+
+
+_NOT_MINE = object()
+
+
+class Worker:
+    def __init__(
+        self,
+        family: Family | str,
+        settings: Settings,
+        client: redis.Redis,
+        consumer: str | None = None,
+        faults: Faults | None = None,
+    ) -> None:
+        self.family = load_family(family) if isinstance(family, str) else family
+        self.settings = settings
+        self.keys = Keys(settings.key_prefix)
+        self.queue = WorkQueue(client, self.keys)
+        self.r = client
+        self.group = self.family.name
+        self.consumer = consumer or f"{self.group}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.faults = faults or Faults(settings.faults)
+        self.counters = Counters()
+        self.stopping = threading.Event()
+        self._last_recover = 0.0
+
+    # --- the loop --------------------------------------------------------------------------
+    def run(self) -> None:
+        self.queue.ensure_group(self.group)
+        log.info("worker %s consuming %s as %s", self.group, self.keys.stream, self.consumer)
+        delay = 0.1
+        while not self.stopping.is_set():
+            try:
+                now = time.monotonic()
+                if now - self._last_recover >= self.settings.recover_interval_s:
+                    self._last_recover = now
+                    self.recover()
+                self.step()
+                delay = 0.1
+            except RETRYABLE as exc:
+                log.warning("redis unreachable (%s); retrying in %.1fs", exc, delay)
+                self.stopping.wait(delay)
+                delay = min(delay * 2, 5.0)
+        log.info("worker %s stopped: %s", self.consumer, self.counters)
+
+    def install_signal_handlers(self) -> None:
+        def stop(signum: int, frame: FrameType | None) -> None:
+            self.stopping.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+
+    def step(self, block_ms: int | None = None) -> int:
+        """Read and process new entries once; returns how many were handled."""
+        block = self.settings.block_ms if block_ms is None else block_ms
+        try:
+            entries = self.queue.read(self.group, self.consumer, self.settings.read_count, block)
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            self.queue.ensure_group(self.group)  # the stream was deleted (or never existed): start over
+            entries = self.queue.read(self.group, self.consumer, self.settings.read_count, block)
+        if entries:
+            self.process(entries)
+        return len(entries)
+
+    def recover(self) -> int:
+        """Claim entries idle past claim_idle_ms, one at a time; dead-letter the hopeless."""
+        handled = 0
+        idle = self.settings.claim_idle_ms
+        try:
+            pending = self.queue.idle_pending(self.group, idle)
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            self.queue.ensure_group(self.group)
+            return 0
+        for p in pending:
+            if self.stopping.is_set():
+                break
+            if p.deliveries >= self.settings.max_deliveries:
+                reason = f"delivered {p.deliveries} times without an ack (consumer crashed each time)"
+                if self.queue.deadletter(self.group, p.id, p.deliveries, reason):
+                    self.counters.dead_lettered += 1
+                    log.error("dead-lettered %s for %s: %s", p.id, self.group, reason)
+                continue
+            claimed = self.queue.claim(self.group, self.consumer, idle, p.id)
+            if claimed is None:
+                continue
+            self.counters.claimed += 1
+            handled += 1
+            entry_id, fields = claimed
+            if not fields:  # trimmed or deleted: nothing to apply
+                self.queue.ack(self.group, [entry_id])
+                continue
+            self.process([(entry_id, fields)])
+        return handled
+
+    # --- one read ---------------------------------------------------------------------------
+    def process(self, entries: list[tuple[str, dict[bytes, bytes]]]) -> None:
+        parsed: list[tuple[str, env_mod.Entry]] = []
+        done_ids: list[str] = []
+        for entry_id, fields in entries:
+            try:
+                parsed.append((entry_id, env_mod.parse(entry_id, fields)))
+            except env_mod.BadEntry as exc:
+                self._give_up(entry_id, f"unreadable entry: {exc}")
+        if parsed:
+            pipe = self.r.pipeline(transaction=False)
+            for _, e in parsed:
+                pipe.getbit(self.keys.done(e.model, self.group), e.seq)
+            bits = pipe.execute()
+        work: list[_Work] = []
+        seen: set[tuple[str, int]] = set()
+        for (entry_id, e), bit in zip(parsed, bits if parsed else [], strict=True):
+            if bit or (e.model, e.seq) in seen:  # applied before, or a re-added copy in this read
+                done_ids.append(entry_id)
+                self.counters.skipped += 1
+                continue
+            seen.add((e.model, e.seq))
+            item = self._compute(entry_id, e)
+            if item is _NOT_MINE:
+                done_ids.append(entry_id)
+            elif isinstance(item, _Work):
+                work.append(item)
+        self.faults.at("before_apply", [w.batch_id for w in work])
+        if work:
+            pipe = self.r.pipeline(transaction=False)
+            for w in work:
+                keys, args = self._apply_args(w)
+                self.queue.scripts.apply(keys=keys, args=args, client=pipe)
+            results = pipe.execute()
+            for w, applied in zip(work, results, strict=True):
+                if applied:
+                    self.counters.applied += 1
+                    self.counters.predictions += w.n
+                else:  # another replica applied it between our GETBIT and our apply
+                    self.counters.skipped += 1
+        self.faults.at("after_apply", [w.batch_id for w in work])
+        self.queue.ack(self.group, done_ids + [w.entry_id for w in work])
+
+    def _compute(self, entry_id: str, e: env_mod.Entry) -> _Work | object | None:
+        """The batch's partial statistics; _NOT_MINE for another family's; None if dead-lettered."""
+        last: Exception | None = None
+        for _ in range(self.settings.max_failures):
+            try:
+                envelope = e.envelope()
+                if envelope.families and self.group not in envelope.families:
+                    return _NOT_MINE
+                by_minute = self.family.compute(envelope, self.settings)
+                return _Work(entry_id, e, envelope.batch_id, len(envelope.predictions), by_minute)
+            except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
+                last = exc
+        name = type(last).__name__
+        self.counters.errors[name] = self.counters.errors.get(name, 0) + 1
+        self._give_up(entry_id, f"{self.group} failed {self.settings.max_failures} times: {name}: {last}")
+        return None
+
+    def _give_up(self, entry_id: str, reason: str) -> None:
+        log.error("dead-lettering %s: %s", entry_id, reason)
+        if self.queue.deadletter(self.group, entry_id, 1, reason):
+            self.counters.dead_lettered += 1
+
+    def _apply_args(self, w: _Work) -> tuple[list[str], list[Any]]:
+        model, fam, s = w.entry.model, self.group, self.settings
+        tiers: dict[str, tuple[int, Stats]] = {}
+        total = Stats()
+        for minute, st in w.by_minute.items():
+            tiers[self.keys.stats(model, fam, "m", minute)] = (s.minute_retention_s, st)
+            hour_key = self.keys.stats(model, fam, "h", hour_of_minute(minute))
+            if hour_key in tiers:
+                tiers[hour_key][1].merge(st)
+            else:
+                tiers[hour_key] = (s.hour_retention_s, Stats().merge(st))
+            total.merge(st)
+        if w.by_minute:
+            tiers[self.keys.stats(model, fam, "all")] = (0, total)
+        keys = [self.keys.done(model, fam), self.keys.updates(model)]
+        args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n]
+        for key, (ttl, st) in tiers.items():
+            ops = st.lua_ops()
+            keys.append(key)
+            args += [ttl, len(ops) // 3, *ops]
+        return keys, args
+
+
+def run_worker(family: str, settings: Settings, client: redis.Redis) -> Worker:
+    worker = Worker(family, settings, client)
+    worker.install_signal_handlers()
+    worker.run()
+    return worker
