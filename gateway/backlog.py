@@ -1,0 +1,113 @@
+"""Watches the work stream's backlog and Redis's health, off the request path.
+
+Every poll reads XINFO GROUPS once; SubmitPredictions then checks a number in memory. The backlog
+of a family is its lag (undelivered) plus pending (unacknowledged); the gateway refuses new work
+when any deployed family's backlog is at its cap, and tells clients when to retry from the rate
+at which the backlog drains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import redis.asyncio as aioredis
+
+from holistic.errors import Backpressure, Unavailable
+from holistic.keys import Keys
+from holistic.redis_conn import RETRYABLE
+
+log = logging.getLogger("holistic.gateway")
+
+MIN_RETRY_S = 0.5
+MAX_RETRY_S = 30.0
+
+
+class BacklogMonitor:
+    def __init__(
+        self,
+        r: aioredis.Redis,
+        keys: Keys,
+        families: list[str],
+        cap: int,
+        interval_s: float = 0.25,
+        on_health: Callable[[bool], Awaitable[None]] | None = None,
+    ) -> None:
+        self.r = r
+        self.keys = keys
+        self.families = families
+        self.cap = cap
+        self.interval_s = interval_s
+        self.on_health = on_health
+        self.backlog = 0
+        self.healthy: bool | None = None
+        self.drain_per_s = 0.0
+        self._last: tuple[float, int] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def poll(self) -> None:
+        try:
+            groups = await self.r.xinfo_groups(self.keys.stream)
+            length = await self.r.xlen(self.keys.stream) if groups else 0
+        except RETRYABLE as exc:
+            await self._set_health(False, exc)
+            return
+        except Exception as exc:  # no stream yet: nothing queued
+            if "no such key" not in str(exc).lower():
+                raise
+            groups, length = [], 0
+        worst = 0
+        for g in groups:
+            name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
+            if name not in self.families:
+                continue
+            lag = g.get("lag")
+            worst = max(worst, int(g.get("pending", 0)) + (int(lag) if lag is not None else length))
+        now = time.monotonic()
+        if self._last is not None and now > self._last[0]:
+            drained = self._last[1] - worst
+            rate = max(drained, 0) / (now - self._last[0])
+            self.drain_per_s = 0.8 * self.drain_per_s + 0.2 * rate if self.drain_per_s else rate
+        self._last = (now, worst)
+        self.backlog = worst
+        await self._set_health(True, None)
+
+    async def _set_health(self, ok: bool, exc: BaseException | None) -> None:
+        if ok != self.healthy:
+            if ok:
+                log.info("redis reachable: serving")
+            else:
+                log.error("redis unreachable (%s): NOT_SERVING", exc)
+            self.healthy = ok
+            if self.on_health is not None:
+                await self.on_health(ok)
+
+    def check(self) -> None:
+        """Raise Unavailable or Backpressure instead of accepting a new batch."""
+        if self.healthy is False:
+            raise Unavailable("redis is unreachable")
+        if self.backlog >= self.cap:
+            excess = self.backlog - int(self.cap * 0.8)
+            retry = excess / self.drain_per_s if self.drain_per_s > 0 else 2.0
+            raise Backpressure(min(max(retry, MIN_RETRY_S), MAX_RETRY_S), self.backlog, self.cap)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.poll()
+            except Exception:
+                log.exception("backlog poll failed")
+            await asyncio.sleep(self.interval_s)
+
+    async def start(self) -> None:
+        await self.poll()
+        self._task = asyncio.create_task(self._run(), name="backlog-monitor")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

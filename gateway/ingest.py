@@ -1,0 +1,85 @@
+"""SubmitPredictions: validate, dedupe by batch_id, give a sequence number, write ONCE to the stream.
+
+Cluster-safe in three steps (each single-slot): ingest.lua reserves a per-model sequence number
+(or returns the earlier answer); XADD writes the batch; mark_queued.lua counts it once. A crash
+between the steps leaves the reservation, and the client's retry re-adds the batch with the same
+sequence number, which workers apply once. The answer goes out only after XADD returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import redis.asyncio as aioredis
+from google.protobuf.message import DecodeError
+
+from gateway.backlog import BacklogMonitor
+from gateway.validation import validate
+from holistic import envelope
+from holistic.errors import AlreadyExists, FieldViolation, InvalidArgument
+from holistic.keys import Keys
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.scripts import Scripts
+from holistic.settings import Settings
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest, SubmitPredictionsResponse
+
+
+def parse_request(raw: bytes) -> SubmitPredictionsRequest:
+    try:
+        return SubmitPredictionsRequest.FromString(raw)
+    except DecodeError as exc:
+        raise InvalidArgument(
+            [FieldViolation("predictions", f"not a valid SubmitPredictionsRequest (bad protobuf or UTF-8): {exc}")]
+        ) from exc
+
+
+class Ingestor:
+    def __init__(self, r: aioredis.Redis, settings: Settings, backlog: BacklogMonitor) -> None:
+        self.r = r
+        self.settings = settings
+        self.keys = Keys(settings.key_prefix)
+        self.scripts = Scripts(r)
+        self.backlog = backlog
+        self.families = list(settings.families)
+
+    async def submit(
+        self, raw: bytes, request: SubmitPredictionsRequest, *, tenant: str = "", traceparent: str = ""
+    ) -> SubmitPredictionsResponse:
+        now = time.time()
+        model = validate(request, self.settings, now, len(raw))
+        self.backlog.check()
+        digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        n = len(request.predictions)
+        ingest_key = self.keys.ingest(model, request.batch_id)
+        is_new, seq, stored, state, count, accept_ms = await self.scripts.ingest(
+            keys=[ingest_key, self.keys.sequence(model)],
+            args=[digest, self.settings.idempotency_ttl_s, int(now * 1000), n],
+        )
+        stored = stored.decode() if isinstance(stored, bytes) else stored
+        state = state.decode() if isinstance(state, bytes) else state
+        if not is_new and stored != digest:
+            raise AlreadyExists(
+                f"batch_id {request.batch_id!r} was used for other content (sequence {seq}); use a new batch_id"
+            )
+        response = SubmitPredictionsResponse(
+            batch_id=request.batch_id, model=model, sequence=seq, accepted_count=count, duplicate=not is_new
+        )
+        response.accept_time.FromMilliseconds(int(accept_ms))
+        if state == "queued":
+            return response
+        header = BatchEnvelope(
+            batch_id=request.batch_id,
+            model=model,
+            sequence=seq,
+            families=self.families,
+            traceparent=traceparent,
+            tenant=tenant,
+        )
+        header.accept_time.FromMilliseconds(int(accept_ms))
+        await self.r.xadd(self.keys.stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
+        pipe = self.r.pipeline(transaction=False)
+        await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=pipe)
+        pipe.sadd(self.keys.models, model)
+        await pipe.execute()
+        return response

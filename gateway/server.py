@@ -1,0 +1,149 @@
+"""Builds and runs the grpc.aio gateway: auth, health, reflection, limits, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import redis
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from gateway.auth import BearerAuth
+from gateway.backlog import BacklogMonitor
+from gateway.ingest import Ingestor
+from gateway.profiles import ProfileReader
+from gateway.servicer import SERVICE, EvaluationService, handlers
+from gateway.watch import WatchHub
+from holistic.keys import Keys
+from holistic.redis_conn import async_client, sync_client
+from holistic.settings import Settings
+from holistic.workqueue import WorkQueue
+
+log = logging.getLogger("holistic.gateway")
+
+
+class Gateway:
+    """One gateway process: start() binds and serves, stop() drains in-flight calls."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.port = 0
+        self.server: grpc.aio.Server | None = None
+
+    def _ensure_groups(self) -> None:
+        """Every deployed family's group exists before the first batch, so nothing is trimmed early."""
+        client = sync_client(self.settings)
+        try:
+            queue = WorkQueue(client, Keys(self.settings.key_prefix))
+            for family in self.settings.families:
+                queue.ensure_group(family)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.error("redis unreachable at start (%s); groups will be created by the workers", exc)
+        finally:
+            client.close()
+
+    async def start(self, address: str | None = None) -> int:
+        s = self.settings
+        self._ensure_groups()
+        if not s.tokens:
+            log.warning("=" * 72)
+            log.warning("HOLISTIC_TOKENS is empty: the gateway is OPEN, any caller may submit and read")
+            log.warning("=" * 72)
+        self.r = async_client(s)
+        self.health = health.aio.HealthServicer()
+
+        async def on_health(ok: bool) -> None:
+            state = health_pb2.HealthCheckResponse.SERVING if ok else health_pb2.HealthCheckResponse.NOT_SERVING
+            await self.health.set(SERVICE, state)
+            await self.health.set("", state)
+
+        self.backlog = BacklogMonitor(
+            self.r, Keys(s.key_prefix), list(s.families), s.backlog_max_batches, on_health=on_health
+        )
+        reader = ProfileReader(self.r, s)
+        self.hub = WatchHub(self.r, reader)
+        service = EvaluationService(Ingestor(self.r, s, self.backlog), reader, self.hub)
+        self.server = grpc.aio.server(
+            interceptors=[BearerAuth(s.tokens)],
+            options=[
+                ("grpc.max_receive_message_length", s.max_message_bytes),
+                ("grpc.max_send_message_length", s.max_message_bytes),
+                ("grpc.keepalive_time_ms", 30_000),
+                ("grpc.keepalive_timeout_ms", 10_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.max_pings_without_data", 0),
+                ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            ],
+        )
+        self.server.add_generic_rpc_handlers((handlers(service),))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            self.server,
+        )
+        self.port = self.server.add_insecure_port(address or s.gateway_address)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {address or s.gateway_address}")
+        await self.backlog.start()
+        await self.server.start()
+        log.info("gateway listening on port %d (families: %s)", self.port, ", ".join(s.families))
+        return self.port
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        if self.server is None:
+            return
+        await self.health.enter_graceful_shutdown()
+        await self.hub.close()
+        await self.server.stop(grace_s)
+        await self.backlog.stop()
+        await self.r.aclose()
+        self.server = None
+
+
+async def serve(settings: Settings, address: str | None = None) -> None:
+    gateway = Gateway(settings)
+    await gateway.start(address)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("gateway shutting down")
+    await gateway.stop()
+
+
+def serve_processes(settings: Settings, address: str | None, n: int) -> int:
+    """N gateway processes on one port (gRPC sets SO_REUSEPORT): the kernel spreads connections.
+
+    Python serves one core per process; this is how one host's gateway uses more of them. A
+    process that dies is restarted; SIGTERM stops them all.
+    """
+    args = [sys.executable, "-m", "holistic", "gateway", "--processes", "1"]
+    if address:
+        args += ["--address", address]
+    procs = [subprocess.Popen(args) for _ in range(n)]
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while not stopping:
+        for i, proc in enumerate(procs):
+            if proc.poll() is not None:
+                log.warning("gateway process %d exited with %s; restarting", proc.pid, proc.returncode)
+                procs[i] = subprocess.Popen(args)
+        time.sleep(0.5)
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.wait(30)
+    return 0

@@ -1,0 +1,101 @@
+"""holistic.v1.EvaluationService: thin RPC handlers over ingest, profile reads and watches."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+
+from gateway import status
+from gateway.ingest import Ingestor, parse_request
+from gateway.profiles import ProfileReader, WindowSpec
+from gateway.validation import NAME_RE
+from gateway.watch import WatchHub
+from holistic.errors import FieldViolation, InvalidArgument
+from holistic.v1 import evaluation_service_pb2 as es
+
+SERVICE = "holistic.v1.EvaluationService"
+MIN_DEADLINE_S = 0.05
+
+
+def _check_model(model: str) -> None:
+    if not model:
+        raise InvalidArgument([FieldViolation("model", "is required")])
+    if not NAME_RE.fullmatch(model):
+        raise InvalidArgument([FieldViolation("model", "is not a valid model name")])
+
+
+def _traceparent(context: grpc.aio.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "traceparent":
+            return value if isinstance(value, str) else value.decode()
+    return ""
+
+
+class EvaluationService:
+    def __init__(self, ingestor: Ingestor, reader: ProfileReader, hub: WatchHub) -> None:
+        self.ingestor = ingestor
+        self.reader = reader
+        self.hub = hub
+
+    @status.unary
+    async def SubmitPredictions(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.SubmitPredictionsResponse:
+        remaining = context.time_remaining()
+        if remaining is not None and remaining < MIN_DEADLINE_S:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "too little time left to enqueue the batch")
+        request = parse_request(raw)
+        return await self.ingestor.submit(raw, request, traceparent=_traceparent(context))
+
+    @status.unary
+    async def GetProfile(
+        self, request: es.GetProfileRequest, context: grpc.aio.ServicerContext
+    ) -> es.GetProfileResponse:
+        _check_model(request.model)
+        profile = await self.reader.profile(request.model, WindowSpec.from_request(request))
+        return es.GetProfileResponse(profile=profile)
+
+    @status.streaming
+    async def WatchProfile(
+        self, request: es.WatchProfileRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[es.WatchProfileResponse]:
+        _check_model(request.model)
+        spec = WindowSpec.from_request(request)
+        if not await self.reader.exists(request.model):
+            await self.reader.profile(request.model, spec)  # raises NotFound with the message
+        async for profile in self.hub.watch(request.model, spec):
+            yield es.WatchProfileResponse(profile=profile)
+
+    @status.unary
+    async def ListModels(
+        self, request: es.ListModelsRequest, context: grpc.aio.ServicerContext
+    ) -> es.ListModelsResponse:
+        return es.ListModelsResponse(models=await self.reader.list_models())
+
+
+def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
+    """Like the generated add_*_to_server, except SubmitPredictions receives the raw bytes."""
+    return grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "SubmitPredictions": grpc.unary_unary_rpc_method_handler(
+                service.SubmitPredictions,
+                request_deserializer=None,
+                response_serializer=es.SubmitPredictionsResponse.SerializeToString,
+            ),
+            "GetProfile": grpc.unary_unary_rpc_method_handler(
+                service.GetProfile,
+                request_deserializer=es.GetProfileRequest.FromString,
+                response_serializer=es.GetProfileResponse.SerializeToString,
+            ),
+            "WatchProfile": grpc.unary_stream_rpc_method_handler(
+                service.WatchProfile,
+                request_deserializer=es.WatchProfileRequest.FromString,
+                response_serializer=es.WatchProfileResponse.SerializeToString,
+            ),
+            "ListModels": grpc.unary_unary_rpc_method_handler(
+                service.ListModels,
+                request_deserializer=es.ListModelsRequest.FromString,
+                response_serializer=es.ListModelsResponse.SerializeToString,
+            ),
+        },
+    )

@@ -1,0 +1,238 @@
+"""Field-by-field validation of a SubmitPredictionsRequest, with google.rpc field paths.
+
+Everything is checked before anything is written, so a batch is accepted whole or not at all;
+the client CLI uses the field paths (predictions[3].confidence) to report file lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from holistic.errors import FieldViolation, InvalidArgument
+from holistic.settings import Settings
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+NAME_RULE = "1-128 characters: letters, digits and . _ : / @ + -, starting with a letter or digit"
+BATCH_ID_RE = re.compile(r"[A-Za-z0-9._:/@+=-]{1,128}")
+TAG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,63}")
+TAG_RULE = "1-64 characters: letters, digits and . _ : / @ + -, starting with a letter or digit"
+MAX_ID_CHARS = 256
+MAX_VIOLATIONS = 100
+PROBABILITY_SUM_TOLERANCE = 1e-4
+MIN_PRODUCED_AT_S = 946_684_800  # 2000-01-01
+MAX_DURATION_S = 86_400
+KNOWN_TASKS = frozenset(pb.Task.values()) - {pb.TASK_UNSPECIFIED}
+KNOWN_PERTURBATION_FAMILIES = frozenset(pb.PerturbationFamily.values()) - {pb.PERTURBATION_FAMILY_UNSPECIFIED}
+
+
+class _Violations(list[FieldViolation]):
+    def add(self, field: str, description: str) -> None:
+        if len(self) < MAX_VIOLATIONS:
+            self.append(FieldViolation(field, description))
+
+
+def _too_long(text: str, limit: int) -> bool:
+    n = len(text)
+    return n > limit or (n * 4 > limit and len(text.encode("utf-8", "surrogatepass")) > limit)
+
+
+def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, size: int | None = None) -> str:
+    """Return the batch's model, or raise InvalidArgument listing every bad field.
+
+    This runs for every prediction on the gateway's hot path, so it touches each field once and
+    skips what cannot fail: no text can exceed max_text_bytes when the whole request (`size`
+    bytes) does not, and an unset confidence reads as 0.0, which is valid.
+    """
+    v = _Violations()
+    if not request.batch_id:
+        v.add("batch_id", "is required (a client-chosen idempotency key)")
+    elif not BATCH_ID_RE.fullmatch(request.batch_id):
+        v.add("batch_id", "must be 1-128 characters: letters, digits and . _ : / @ + = -")
+    model = request.model
+    if model and not NAME_RE.fullmatch(model):
+        v.add("model", f"must be {NAME_RULE}")
+        model = ""
+    preds = request.predictions
+    if not preds:
+        v.add("predictions", "must not be empty")
+    elif len(preds) > limits.max_batch_predictions:
+        v.add("predictions", f"has {len(preds)} predictions; at most {limits.max_batch_predictions} per batch")
+        raise InvalidArgument(list(v))
+
+    max_text = limits.max_text_bytes
+    check_text = size is None or size > max_text
+    max_refs = limits.max_references
+    max_map = limits.max_map_entries
+    latest_s = now_s + limits.future_skew_s
+    ids: set[str] = set()
+    good_names: set[str] = set()
+    good_tags: set[tuple[str, str]] = set()
+    for i, p in enumerate(preds):
+        pid = p.id
+        if not pid or len(pid) > MAX_ID_CHARS or pid in ids:
+            _bad_id(v, f"predictions[{i}].id", pid)
+        ids.add(pid)
+        pm = p.model
+        if pm and pm != model:
+            if not model and NAME_RE.fullmatch(pm):
+                model = pm
+            else:
+                _bad_model(v, f"predictions[{i}].model", pm, model)
+        scn = p.scenario
+        if scn not in good_names:
+            if scn and NAME_RE.fullmatch(scn):
+                good_names.add(scn)
+            else:
+                v.add(f"predictions[{i}].scenario", "is required" if not scn else f"must be {NAME_RULE}")
+        if p.task not in KNOWN_TASKS:
+            v.add(f"predictions[{i}].task", "must be one of " + ", ".join(pb.Task.Name(t) for t in sorted(KNOWN_TASKS)))
+        refs = p.references
+        if len(refs) > max_refs:
+            v.add(f"predictions[{i}].references", f"has {len(refs)} entries; at most {max_refs}")
+        if check_text:
+            _texts(v, f"predictions[{i}]", p, max_text)
+        c = p.confidence
+        if not (0.0 <= c <= 1.0):  # also false for NaN
+            v.add(f"predictions[{i}].confidence", f"must be a probability in [0, 1], got {c!r}")
+        if p.choice_probabilities:
+            _choices(v, f"predictions[{i}]", p)
+        if p.HasField("perturbation"):
+            _perturbation(v, f"predictions[{i}]", p)
+        groups = p.groups
+        if groups:
+            if len(groups) > max_map:
+                v.add(f"predictions[{i}].groups", f"has {len(groups)} entries; at most {max_map}")
+            for key in groups:
+                pair = (key, groups[key])
+                if pair not in good_tags and _tag(v, f"predictions[{i}].groups", pair):
+                    good_tags.add(pair)
+        if p.metadata:
+            _metadata(v, f"predictions[{i}].metadata", p.metadata, max_map)
+        if p.HasField("timing"):
+            _timing(v, f"predictions[{i}].timing", p.timing)
+        at = p.produced_at
+        secs = at.seconds
+        if secs or at.nanos:
+            if not 0 <= at.nanos < 1_000_000_000:
+                v.add(f"predictions[{i}].produced_at", "has nanos outside [0, 1e9)")
+            elif secs < MIN_PRODUCED_AT_S:
+                v.add(f"predictions[{i}].produced_at", "is before 2000-01-01")
+            elif secs > latest_s:
+                v.add(f"predictions[{i}].produced_at", f"is more than {limits.future_skew_s:g} s in the future")
+    if not model and preds and not v:
+        v.add("model", "is required: set it on the request or on every prediction")
+    if v:
+        raise InvalidArgument(list(v))
+    return model
+
+
+def _bad_id(v: _Violations, path: str, pid: str) -> None:
+    if not pid:
+        v.add(path, "is required")
+    elif len(pid) > MAX_ID_CHARS:
+        v.add(path, f"must be at most {MAX_ID_CHARS} characters")
+    else:
+        v.add(path, f"duplicates the id {pid!r} of an earlier prediction in this batch")
+
+
+def _bad_model(v: _Violations, path: str, pm: str, model: str) -> None:
+    if model:
+        v.add(path, f"is {pm!r} but the batch is for {model!r}: one model per batch")
+    else:
+        v.add(path, f"must be {NAME_RULE}")
+
+
+def _texts(v: _Violations, path: str, p: pb.Prediction, max_text: int) -> None:
+    if _too_long(p.input, max_text):
+        v.add(f"{path}.input", f"is longer than {max_text} bytes")
+    if _too_long(p.output, max_text):
+        v.add(f"{path}.output", f"is longer than {max_text} bytes")
+    for j, ref in enumerate(p.references):
+        if _too_long(ref, max_text):
+            v.add(f"{path}.references[{j}]", f"is longer than {max_text} bytes")
+    if _too_long(p.source, max_text):
+        v.add(f"{path}.source", f"is longer than {max_text} bytes")
+
+
+def _tag(v: _Violations, path: str, pair: tuple[str, str]) -> bool:
+    key, value = pair
+    if not TAG_RE.fullmatch(key):
+        v.add(f"{path}[{key!r}]", f"key must be {TAG_RULE}")
+        return False
+    if not TAG_RE.fullmatch(value):
+        v.add(f"{path}[{key!r}]", f"value must be {TAG_RULE}")
+        return False
+    return True
+
+
+def _choices(v: _Violations, path: str, p: pb.Prediction) -> None:
+    seen: set[str] = set()
+    total = 0.0
+    ok = True
+    for cp in p.choice_probabilities:
+        choice, prob = cp.choice, cp.probability
+        if not choice or choice in seen or not (0.0 <= prob <= 1.0):
+            ok = False
+            break
+        seen.add(choice)
+        total += prob
+    if ok:
+        if abs(total - 1.0) > PROBABILITY_SUM_TOLERANCE:
+            v.add(
+                f"{path}.choice_probabilities", f"must sum to 1 (within {PROBABILITY_SUM_TOLERANCE:g}), got {total!r}"
+            )
+        return
+    seen.clear()
+    for j, cp in enumerate(p.choice_probabilities):  # the slow path, only to name the bad entries
+        cpath = f"{path}.choice_probabilities[{j}]"
+        if not cp.choice:
+            v.add(f"{cpath}.choice", "is required")
+        elif cp.choice in seen:
+            v.add(f"{cpath}.choice", f"repeats the choice {cp.choice!r}")
+        seen.add(cp.choice)
+        if not (0.0 <= cp.probability <= 1.0):
+            v.add(f"{cpath}.probability", f"must be a probability in [0, 1], got {cp.probability!r}")
+
+
+def _perturbation(v: _Violations, path: str, p: pb.Prediction) -> None:
+    pert = p.perturbation
+    if not pert.name:
+        v.add(f"{path}.perturbation.name", "is required")
+    elif not TAG_RE.fullmatch(pert.name):
+        v.add(f"{path}.perturbation.name", f"must be {TAG_RULE}")
+    if pert.family not in KNOWN_PERTURBATION_FAMILIES:
+        v.add(f"{path}.perturbation.family", "must be PERTURBATION_FAMILY_ROBUSTNESS or PERTURBATION_FAMILY_FAIRNESS")
+    if not pert.original_id:
+        v.add(f"{path}.perturbation.original_id", "is required: the id of the unperturbed prediction")
+    elif len(pert.original_id) > MAX_ID_CHARS:
+        v.add(f"{path}.perturbation.original_id", f"must be at most {MAX_ID_CHARS} characters")
+    elif pert.original_id == p.id:
+        v.add(f"{path}.perturbation.original_id", "must differ from the prediction's own id")
+
+
+def _metadata(v: _Violations, path: str, metadata: object, max_entries: int) -> None:
+    items = dict(metadata)  # type: ignore[call-overload]
+    if len(items) > max_entries:
+        v.add(path, f"has {len(items)} entries; at most {max_entries}")
+    for key, value in items.items():
+        if not key or len(key) > 128:
+            v.add(f"{path}[{key[:32]!r}]", "key must be 1-128 characters")
+        elif len(value) > 4096:
+            v.add(f"{path}[{key!r}]", "value must be at most 4096 characters")
+
+
+def _timing(v: _Violations, path: str, t: pb.Timing) -> None:
+    lat = t.latency
+    ls, ln = lat.seconds, lat.nanos
+    if ls < 0 or ln < 0 or ln >= 1_000_000_000 or ls >= MAX_DURATION_S:
+        v.add(f"{path}.latency", f"must be a non-negative duration under {MAX_DURATION_S} s")
+        return
+    ttft = t.time_to_first_token
+    fs, fn = ttft.seconds, ttft.nanos
+    if fs or fn:
+        if fs < 0 or fn < 0 or fn >= 1_000_000_000 or fs >= MAX_DURATION_S:
+            v.add(f"{path}.time_to_first_token", f"must be a non-negative duration under {MAX_DURATION_S} s")
+        elif (fs, fn) > (ls, ln) and t.HasField("latency"):
+            v.add(f"{path}.time_to_first_token", "must not exceed latency")
