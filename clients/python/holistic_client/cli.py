@@ -1,0 +1,147 @@
+"""Client commands of the `holistic` CLI: submit, profile, watch, models."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from google.protobuf import json_format
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from holistic_client.client import WINDOWS, Client, ClientError
+from holistic_client.display import detail_tables, profiles_table
+from holistic_client.jsonl import read_predictions
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+target_option = click.option(
+    "--target", envvar="HOLISTIC_TARGET", default="127.0.0.1:50051", show_default=True, help="Gateway host:port."
+)
+token_option = click.option("--token", envvar="HOLISTIC_TOKEN", default=None, help="Bearer token.")
+window_option = click.option(
+    "--window", type=click.Choice(sorted(WINDOWS)), default="all", show_default=True, help="Time window."
+)
+
+
+def _count_lines(path: Path) -> int:
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:  # type: ignore[operator]
+        return sum(1 for line in fh if line.strip())
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100_000))
+@click.option("--model", default="", help="Model for lines that do not name one.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@target_option
+@token_option
+def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: str, token: str | None) -> None:
+    """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON)."""
+    total = _count_lines(file)
+    with Client(target, token) as client, Progress(
+        TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=err_console, disable=no_progress, transient=True,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("submit", total=total)
+        try:
+            report = client.submit_lines(
+                read_predictions(file),
+                batch_size=batch_size,
+                model=model,
+                on_batch=lambda n: progress.advance(task, n),
+            )
+        except ClientError as exc:
+            err_console.print(f"[red]error:[/red] {exc}")
+            sys.exit(2)
+    console.print(
+        f"accepted {report.accepted:,} predictions in {report.batches:,} batches"
+        f" ({report.duplicates:,} already accepted earlier); rejected {len({r[0] for r in report.rejected}):,} lines"
+    )
+    report.rejected.sort()
+    for line, field, reason in report.rejected[:50]:
+        where = f" {field}" if field else ""
+        err_console.print(f"  line {line}:{where} {reason}")
+    if len(report.rejected) > 50:
+        err_console.print(f"  ... and {len(report.rejected) - 50} more")
+    if report.rejected:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("models", nargs=-1, required=True)
+@window_option
+@click.option("--json", "as_json", is_flag=True, help="Canonical protobuf JSON of the Profile.")
+@target_option
+@token_option
+def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, token: str | None) -> None:
+    """Show the profile of one or more models."""
+    with Client(target, token) as client:
+        try:
+            profiles = [client.get_profile(m, window) for m in models]
+        except ClientError as exc:
+            err_console.print(f"[red]error:[/red] {exc}")
+            sys.exit(2)
+    if as_json:
+        for p in profiles:
+            click.echo(json_format.MessageToJson(p))
+        return
+    console.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
+    if len(profiles) == 1:
+        for table in detail_tables(profiles[0]):
+            console.print(table)
+
+
+@click.command()
+@click.argument("model")
+@window_option
+@click.option("--json", "as_json", is_flag=True, help="One canonical JSON Profile per line.")
+@target_option
+@token_option
+def watch(model: str, window: str, as_json: bool, target: str, token: str | None) -> None:
+    """Print the profile again each time a batch of MODEL is applied (Ctrl-C to stop)."""
+    with Client(target, token) as client:
+        try:
+            for p in client.watch_profile(model, window):
+                if as_json:
+                    click.echo(json_format.MessageToJson(p, indent=None), nl=True)
+                else:
+                    console.print(profiles_table([p], title=f"{model} ({window}) at {p.compute_time.ToJsonString()}"))
+        except ClientError as exc:
+            err_console.print(f"[red]error:[/red] {exc}")
+            sys.exit(2)
+        except KeyboardInterrupt:
+            pass
+
+
+@click.command()
+@target_option
+@token_option
+def models(target: str, token: str | None) -> None:
+    """List the models the service has accepted predictions for."""
+    from rich.table import Table
+
+    with Client(target, token) as client:
+        try:
+            summaries = client.list_models()
+        except ClientError as exc:
+            err_console.print(f"[red]error:[/red] {exc}")
+            sys.exit(2)
+    table = Table(title="models")
+    for col in ("model", "predictions", "batches", "first accepted", "last accepted"):
+        table.add_column(col)
+    for s in summaries:
+        table.add_row(
+            s.model, f"{s.accepted_predictions:,}", f"{s.accepted_batches:,}",
+            s.first_accept_time.ToJsonString() if s.HasField("first_accept_time") else "",
+            s.last_accept_time.ToJsonString() if s.HasField("last_accept_time") else "",
+        )  # fmt: skip
+    console.print(table)
+
+
+COMMANDS = (submit, profile, watch, models)

@@ -1,0 +1,210 @@
+"""The Python client: batching, idempotent retries on RetryInfo and UNAVAILABLE, profile reads."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import grpc
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from holistic.v1 import evaluation_service_pb2 as es
+from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
+from holistic.v1 import profile_pb2 as pp
+from holistic.v1.prediction_pb2 import Prediction
+from holistic_client.errors import ClientError, InvalidPredictions, from_rpc_error, retry_delay_s
+from holistic_client.jsonl import Line
+
+__all__ = ["Client", "ClientError", "InvalidPredictions", "SubmitReport"]
+
+WINDOWS = {
+    "all": pp.WINDOW_PRESET_ALL_TIME,
+    "15m": pp.WINDOW_PRESET_LAST_15_MINUTES,
+    "1h": pp.WINDOW_PRESET_LAST_HOUR,
+    "24h": pp.WINDOW_PRESET_LAST_DAY,
+    "1d": pp.WINDOW_PRESET_LAST_DAY,
+    "7d": pp.WINDOW_PRESET_LAST_WEEK,
+}
+_PREDICTION_PATH = re.compile(r"^predictions\[(\d+)\]")
+Window = str | tuple[datetime, datetime]
+
+
+def _retryable(exc: BaseException) -> bool:
+    if not isinstance(exc, grpc.RpcError):
+        return False
+    code = exc.code()  # type: ignore[attr-defined]
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return retry_delay_s(exc) is not None  # a too-large message has no RetryInfo: not retryable
+    return code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def _wait(fallback: Callable[..., float]) -> Callable[..., float]:
+    """Wait as long as the server's RetryInfo asks, else exponential backoff with jitter."""
+
+    def wait(state: object) -> float:
+        exc = state.outcome.exception()  # type: ignore[attr-defined]
+        delay = retry_delay_s(exc) if isinstance(exc, grpc.RpcError) else None
+        return delay if delay is not None else fallback(state)
+
+    return wait
+
+
+@dataclass
+class SubmitReport:
+    accepted: int = 0
+    duplicates: int = 0
+    batches: int = 0
+    rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (line, field, reason)
+
+
+class Client:
+    """A channel to the gateway. Use as a context manager or call close()."""
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        token: str | None = None,
+        *,
+        timeout_s: float = 30.0,
+        max_attempts: int = 12,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+        self.channel = (
+            grpc.secure_channel(target, credentials, options) if credentials else grpc.insecure_channel(target, options)
+        )
+        self.stub = es_grpc.EvaluationServiceStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, fn: Callable[..., object], request: object) -> object:
+        retrying = Retrying(
+            retry=retry_if_exception(_retryable),
+            wait=_wait(wait_exponential_jitter(multiplier=0.1, max=10.0)),
+            stop=stop_after_attempt(self.max_attempts),
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    return fn(request, timeout=self.timeout_s, metadata=self.metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        raise AssertionError("unreachable")
+
+    # --- writing -----------------------------------------------------------------------------
+    def submit(
+        self, predictions: Sequence[Prediction], *, batch_id: str | None = None, model: str = ""
+    ) -> es.SubmitPredictionsResponse:
+        """Submit one batch; retried safely, since the same batch_id and content is idempotent."""
+        request = es.SubmitPredictionsRequest(model=model, predictions=predictions)
+        request.batch_id = batch_id or content_batch_id(request)
+        return self._call(self.stub.SubmitPredictions, request)  # type: ignore[return-value]
+
+    def submit_lines(
+        self,
+        lines: Iterable[Line],
+        *,
+        batch_size: int = 500,
+        model: str = "",
+        on_batch: Callable[[int], None] | None = None,
+    ) -> SubmitReport:
+        """Submit a file's lines in per-model batches; report rejected lines by number."""
+        report = SubmitReport()
+        pending: dict[str, list[Line]] = {}
+        for line in lines:
+            if line.prediction is None:
+                report.rejected.append((line.number, "", line.error))
+                if on_batch:
+                    on_batch(1)
+                continue
+            key = line.prediction.model or model
+            chunk = pending.setdefault(key, [])
+            chunk.append(line)
+            if len(chunk) >= batch_size:
+                self._submit_chunk(pending.pop(key), model, report, on_batch)
+        for chunk in pending.values():
+            self._submit_chunk(chunk, model, report, on_batch)
+        return report
+
+    def _submit_chunk(
+        self, chunk: list[Line], model: str, report: SubmitReport, on_batch: Callable[[int], None] | None
+    ) -> None:
+        lines = len(chunk)
+        while chunk:
+            try:
+                response = self.submit([line.prediction for line in chunk], model=model)  # type: ignore[misc]
+            except InvalidPredictions as err:
+                bad: dict[int, list[tuple[str, str]]] = {}
+                for path, reason in err.violations:
+                    m = _PREDICTION_PATH.match(path)
+                    if m is None:  # a batch-level problem: every line of the chunk is rejected
+                        report.rejected.extend((line.number, path, reason) for line in chunk)
+                        chunk = []
+                        break
+                    bad.setdefault(int(m.group(1)), []).append((path, reason))
+                else:
+                    if not bad:
+                        raise
+                    for i, problems in bad.items():
+                        report.rejected.extend((chunk[i].number, p, r) for p, r in problems)
+                    chunk = [line for i, line in enumerate(chunk) if i not in bad]
+                continue
+            report.batches += 1
+            if response.duplicate:
+                report.duplicates += response.accepted_count
+            else:
+                report.accepted += response.accepted_count
+            break
+        if on_batch:
+            on_batch(lines)
+
+    # --- reading ------------------------------------------------------------------------------
+    def get_profile(self, model: str, window: Window = "all") -> pp.Profile:
+        request = es.GetProfileRequest(model=model)
+        _set_window(request, window)
+        return self._call(self.stub.GetProfile, request).profile  # type: ignore[attr-defined]
+
+    def watch_profile(self, model: str, window: Window = "all") -> Iterator[pp.Profile]:
+        request = es.WatchProfileRequest(model=model)
+        _set_window(request, window)
+        try:
+            for response in self.stub.WatchProfile(request, metadata=self.metadata):
+                yield response.profile
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
+                return
+            raise from_rpc_error(err) from None
+
+    def list_models(self) -> list[pp.ModelSummary]:
+        return list(self._call(self.stub.ListModels, es.ListModelsRequest()).models)  # type: ignore[attr-defined]
+
+
+def content_batch_id(request: es.SubmitPredictionsRequest) -> str:
+    """A batch id derived from the content: re-sending the same predictions is a no-op."""
+    body = es.SubmitPredictionsRequest(model=request.model, predictions=request.predictions)
+    return "c-" + hashlib.sha256(body.SerializeToString(deterministic=True)).hexdigest()[:32]
+
+
+def _set_window(request: es.GetProfileRequest | es.WatchProfileRequest, window: Window) -> None:
+    if isinstance(window, tuple):
+        start, end = window
+        request.range.start_time.FromDatetime(start)
+        request.range.end_time.FromDatetime(end)
+        return
+    if window not in WINDOWS:
+        raise ValueError(f"unknown window {window!r}; use one of {sorted(WINDOWS)} or a (start, end) pair")
+    request.preset = WINDOWS[window]

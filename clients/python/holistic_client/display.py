@@ -1,0 +1,83 @@
+"""Profiles as terminal tables: one row per model, one column per radar axis, never one score."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1 import profile_pb2 as pp
+
+
+def axis_name(kind: int) -> str:
+    return pp.DimensionKind.Name(kind).removeprefix("DIMENSION_KIND_").lower()
+
+
+def _cell(d: pp.Dimension) -> str:
+    if not d.HasField("score"):
+        return "[dim]—[/dim]"
+    text = f"{d.score:.3f}"
+    if d.HasField("interval"):
+        text += f" [dim]±{(d.interval.upper - d.interval.lower) / 2:.3f}[/dim]"
+    if d.low_confidence:
+        text += " [yellow]*[/yellow]"
+    return text
+
+
+def profiles_table(profiles: Sequence[pp.Profile], title: str = "holistic profiles") -> Table:
+    table = Table(title=title, caption="score ± 95% half-width; — absent (no data); * low confidence")
+    table.add_column("model", style="bold")
+    table.add_column("predictions", justify="right")
+    kinds = [d.kind for d in profiles[0].dimensions] if profiles else []
+    for kind in kinds:
+        table.add_column(axis_name(kind), justify="right")
+    for p in profiles:
+        by_kind = {d.kind: d for d in p.dimensions}
+        table.add_row(p.model, f"{p.counts.window_predictions:,}", *(_cell(by_kind[k]) for k in kinds))
+    return table
+
+
+def _metric_text(m: pp.Metric) -> str:
+    unit = f" {m.unit}" if m.unit else ""
+    text = f"{m.value:.4g}{unit}"
+    if m.HasField("interval"):
+        text += f" [dim]({m.interval.lower:.4g}–{m.interval.upper:.4g})[/dim]"
+    return text
+
+
+def detail_tables(profile: pp.Profile) -> list[Table]:
+    """Axes with their reasons, scenarios, and each family's metrics and signature."""
+    axes = Table(title=f"{profile.model}: dimensions")
+    axes.add_column("axis")
+    axes.add_column("score", justify="right")
+    axes.add_column("n", justify="right")
+    axes.add_column("definition / why absent")
+    for d in profile.dimensions:
+        note = d.definition if d.HasField("score") else f"[dim]{d.absent_reason}[/dim]"
+        axes.add_row(axis_name(d.kind), _cell(d), f"{d.count:,}" if d.count else "", note)
+    scenarios = Table(title=f"{profile.model}: scenarios")
+    for col in ("scenario", "task", "main metric", "n", "accuracy", "latency p50"):
+        scenarios.add_column(col)
+    for s in profile.scenarios:
+        metrics = {m.name: m for m in s.metrics}
+        acc = metrics.get("accuracy")
+        lat = metrics.get("latency_p50")
+        scenarios.add_row(
+            s.scenario,
+            pb.Task.Name(s.task).removeprefix("TASK_").lower() if s.task else "",
+            s.main_metric,
+            f"{s.count:,}",
+            _metric_text(acc) if acc else "[dim]—[/dim]",
+            _metric_text(lat) if lat else "[dim]—[/dim]",
+        )
+    out = [axes, scenarios]
+    for fam in profile.families:
+        t = Table(title=f"{profile.model}: {fam.family} ({fam.count:,} predictions)", caption=fam.signature.text)
+        t.add_column("metric")
+        t.add_column("value", justify="right")
+        t.add_column("n", justify="right")
+        for m in fam.metrics:
+            t.add_row(m.name, _metric_text(m), f"{m.count:,}")
+        out.append(t)
+    return out

@@ -1,0 +1,179 @@
+"""The `holistic` command: run the service's processes, and the client commands."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from holistic.errors import ConfigError
+from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
+from holistic_client.cli import COMMANDS
+
+err = Console(stderr=True)
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        err.print(f"[red]configuration error:[/red] {exc}")
+        sys.exit(2)
+
+
+def _logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s",
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """holistic: continuous, HELM-style holistic evaluation of language-model traffic."""
+
+
+@main.command()
+@click.option("--demo", is_flag=True, help="Stream the bundled sample, print the profiles, then stop.")
+@click.option("--keep-running", is_flag=True, help="With --demo: keep serving afterwards.")
+@click.option("--address", default=None, help="Gateway host:port (default HOLISTIC_GATEWAY_ADDRESS).")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="Where the private Redis keeps data.")
+def up(demo: bool, keep_running: bool, address: str | None, data_dir: Path | None) -> None:
+    """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor."""
+    from holistic import up as up_mod
+
+    _logging()
+    settings = _settings()
+    temp_dir = None
+    if data_dir is None:
+        if demo:
+            temp_dir = data_dir = Path(tempfile.mkdtemp(prefix="holistic-demo-"))
+        else:
+            data_dir = settings.data_dir
+    if address is None:
+        address = up_mod.free_address() if demo else settings.gateway_address
+    stack = up_mod.Stack(settings, address, data_dir, log_dir=data_dir / "logs" if demo else None)
+    try:
+        stack.start()
+        err.print(f"[green]holistic is up[/green]: gateway {address}, families {', '.join(settings.families)}")
+        if demo:
+            from holistic import demo as demo_mod
+
+            demo_mod.run(address)
+        if not demo or keep_running:
+            stack.run_forever()
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+    finally:
+        stack.stop()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@main.command()
+@click.option("--address", default=None, help="host:port to listen on (default HOLISTIC_GATEWAY_ADDRESS).")
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Gateway processes sharing the port (SO_REUSEPORT); default HOLISTIC_GATEWAY_PROCESSES.",
+)
+def gateway(address: str | None, processes: int | None) -> None:
+    """Run the gRPC gateway."""
+    from gateway.server import serve, serve_processes
+
+    _logging()
+    settings = _settings()
+    try:
+        n = processes or settings.gateway_processes
+        if n > 1:
+            sys.exit(serve_processes(settings, address, n))
+        asyncio.run(serve(settings, address))
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+
+
+@main.command()
+@click.argument("family", type=click.Choice(KNOWN_FAMILIES))
+def worker(family: str) -> None:
+    """Run one replica of a metric family's service (start more to scale it)."""
+    from holistic.redis_conn import sync_client
+    from metric_services.runner import run_worker
+
+    _logging()
+    settings = _settings()
+    run_worker(family, settings, sync_client(settings))
+
+
+@main.command()
+def janitor() -> None:
+    """Trim the work stream below what every family still needs."""
+    from holistic.janitor import run_janitor
+    from holistic.redis_conn import sync_client
+
+    _logging()
+    settings = _settings()
+    run_janitor(settings, sync_client(settings))
+
+
+@main.group()
+def dlq() -> None:
+    """Inspect and replay dead-lettered batches."""
+
+
+@dlq.command("list")
+@click.option("--count", default=100, show_default=True)
+def dlq_list(count: int) -> None:
+    """Dead letters: which family gave up on which batch, and why."""
+    from holistic.keys import Keys
+    from holistic.redis_conn import sync_client
+    from holistic.workqueue import WorkQueue
+
+    settings = _settings()
+    queue = WorkQueue(sync_client(settings), Keys(settings.key_prefix))
+    table = Table(title=f"dead letters ({queue.keys.dead_letters})")
+    for col in ("id", "family", "model", "seq", "deliveries", "reason"):
+        table.add_column(col)
+    for dl_id, info in queue.dead_letters(count):
+        table.add_row(dl_id, info.get("group", ""), info.get("m", ""), info.get("s", ""),
+                      info.get("deliveries", ""), info.get("reason", ""))  # fmt: skip
+    Console().print(table)
+
+
+@dlq.command("replay")
+@click.argument("ids", nargs=-1)
+@click.option("--all", "replay_all", is_flag=True, help="Replay every dead letter.")
+def dlq_replay(ids: tuple[str, ...], replay_all: bool) -> None:
+    """Put dead letters back on the work stream (safe: applied families skip them)."""
+    from holistic.keys import Keys
+    from holistic.redis_conn import sync_client
+    from holistic.workqueue import WorkQueue
+
+    settings = _settings()
+    queue = WorkQueue(sync_client(settings), Keys(settings.key_prefix))
+    targets = [i for i, _ in queue.dead_letters(1_000_000)] if replay_all else list(ids)
+    if not targets:
+        err.print("nothing to replay: give dead-letter ids or --all")
+        sys.exit(1)
+    missing = 0
+    for dl_id in targets:
+        new_id = queue.replay(dl_id)
+        if new_id is None:
+            missing += 1
+            err.print(f"no dead letter {dl_id}")
+        else:
+            click.echo(f"{dl_id} -> {new_id}")
+    sys.exit(1 if missing else 0)
+
+
+for _command in COMMANDS:
+    main.add_command(_command)

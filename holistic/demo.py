@@ -1,0 +1,80 @@
+"""`holistic up --demo`: stream the bundled sample through the running stack, print the profiles."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from holistic_client import Client
+from holistic_client.display import detail_tables, profiles_table
+from holistic_client.jsonl import Line, read_predictions
+
+SAMPLE = Path(__file__).parent / "data" / "demo_predictions.jsonl.gz"
+
+
+def rebased(path: Path, now_s: float) -> tuple[list[Line], int]:
+    """The sample's lines with produced_at shifted so the newest is a minute ago (windows show data)."""
+    lines = list(read_predictions(path))
+    newest = max(
+        (ln.prediction.produced_at.seconds for ln in lines if ln.prediction and ln.prediction.HasField("produced_at")),
+        default=int(now_s),
+    )
+    shift = int(now_s) - 60 - newest
+    for ln in lines:
+        if ln.prediction is not None and ln.prediction.HasField("produced_at"):
+            ln.prediction.produced_at.seconds += shift
+    return lines, shift
+
+
+def wait_applied(client: Client, models: list[str], timeout_s: float = 180.0) -> None:
+    """Until every family has applied every accepted prediction of every model."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = True
+        for m in models:
+            p = client.get_profile(m)
+            if any(f.count < p.counts.accepted_predictions for f in p.families) or not p.families:
+                done = False
+                break
+        if done:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"metric services did not catch up within {timeout_s:g} s")
+
+
+def run(address: str, sample: Path = SAMPLE, batch_size: int = 500, console: Console | None = None) -> None:
+    console = console or Console()
+    lines, _ = rebased(sample, time.time())
+    models = sorted({ln.prediction.model for ln in lines if ln.prediction is not None})
+    console.print(f"streaming {len(lines):,} predictions of {len(models)} models from {sample.name} to {address}")
+    started = time.monotonic()
+    with Client(address) as client:
+        with Progress(TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), console=console,
+                      transient=True) as progress:  # fmt: skip
+            task = progress.add_task("submit", total=len(lines))
+            report = client.submit_lines(
+                _iter(lines), batch_size=batch_size, on_batch=lambda n: progress.advance(task, n)
+            )
+        submitted = time.monotonic() - started
+        wait_applied(client, models)
+        elapsed = time.monotonic() - started
+        console.print(
+            f"accepted {report.accepted:,} (+{report.duplicates:,} duplicates) in {report.batches} batches; "
+            f"submitted in {submitted:.2f} s, all families applied in {elapsed:.2f} s "
+            f"({(report.accepted + report.duplicates) / elapsed:,.0f} predictions/s end to end)"
+        )
+        if report.rejected:
+            console.print(f"[red]{len(report.rejected)} lines rejected[/red]: {report.rejected[:3]}")
+        profiles = [client.get_profile(m) for m in models]
+        console.print(profiles_table(profiles, title="holistic profiles, all time"))
+        console.print(profiles_table([client.get_profile(m, "1h") for m in models], title="last hour"))
+        for table in detail_tables(profiles[0])[1:2]:
+            console.print(table)
+
+
+def _iter(lines: list[Line]) -> Iterator[Line]:
+    yield from lines

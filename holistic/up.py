@@ -1,0 +1,140 @@
+"""`holistic up`: the whole service from one command, for a laptop, a demo or CI.
+
+A private redis-server (AOF everysec, noeviction, unix socket) unless REDIS_URL is set, then one
+gateway, one worker per deployed family and a janitor, each its own process exactly as in a real
+deployment. A child that dies is restarted; Ctrl-C stops them all, Redis last.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from holistic.embedded_redis import EmbeddedRedis
+from holistic.errors import ConfigError
+from holistic.settings import Settings
+
+log = logging.getLogger("holistic.up")
+
+
+def free_address(host: str = "127.0.0.1") -> str:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return f"{host}:{s.getsockname()[1]}"
+
+
+def wait_serving(address: str, timeout_s: float = 30.0, token: str | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service="holistic.v1.EvaluationService"), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+    raise ConfigError(f"the gateway did not become healthy on {address} within {timeout_s:g} s")
+
+
+@dataclass
+class Child:
+    name: str
+    args: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    log_file: IO[bytes] | None = None
+    restarts: int = 0
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    address: str
+    data_dir: Path
+    log_dir: Path | None = None  # None: children log to this terminal
+    children: list[Child] = field(default_factory=list)
+    redis: EmbeddedRedis | None = None
+    redis_url: str = ""
+
+    def start(self) -> None:
+        if self.settings.redis_url:
+            self.redis_url = self.settings.redis_url
+        else:
+            self.redis = EmbeddedRedis(self.data_dir)
+            self.redis_url = self.redis.start()
+            log.info("private redis-server at %s (AOF everysec, noeviction)", self.redis_url)
+        py = [sys.executable, "-m", "holistic"]
+        self.children = [Child("gateway", [*py, "gateway"])]
+        self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.families]
+        self.children.append(Child("janitor", [*py, "janitor"]))
+        for child in self.children:
+            self._spawn(child)
+        try:
+            wait_serving(self.address)
+        except ConfigError:
+            self.stop()
+            raise
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["REDIS_URL"] = self.redis_url
+        env["HOLISTIC_GATEWAY_ADDRESS"] = self.address
+        return env
+
+    def _spawn(self, child: Child) -> None:
+        out: IO[bytes] | None = None
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            out = child.log_file = open(self.log_dir / f"{child.name}.log", "ab")  # noqa: SIM115
+        child.proc = subprocess.Popen(child.args, env=self._env(), stdout=out, stderr=out)
+
+    def supervise_once(self) -> None:
+        """Restart any child that died; the work it held is reclaimed by its group's replicas."""
+        for child in self.children:
+            if child.proc is not None and child.proc.poll() is not None:
+                child.restarts += 1
+                log.warning("%s exited with %s; restarting (#%d)", child.name, child.proc.returncode, child.restarts)
+                self._spawn(child)
+
+    def run_forever(self) -> None:
+        stop = False
+
+        def on_signal(signum: int, frame: object) -> None:
+            nonlocal stop
+            stop = True
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        while not stop:
+            self.supervise_once()
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for child in self.children:
+            if child.proc is not None and child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for child in self.children:
+            if child.proc is None:
+                continue
+            try:
+                child.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.proc.kill()
+                child.proc.wait()
+            if child.log_file is not None:
+                child.log_file.close()
+        if self.redis is not None:
+            self.redis.stop()
