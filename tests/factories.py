@@ -1,0 +1,34 @@
+"""Predictions for tests, built field by field so each test says what it depends on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from holistic.v1 import prediction_pb2 as pb
+
+
+def prediction(
+    pid: str = "p1",
+    *,
+    scenario: str = "mmlu",
+    task: int = pb.TASK_MULTIPLE_CHOICE,
+    output: str = "Paris",
+    references: list[str] | None = None,
+    latency_s: float | None = None,
+    ttft_s: float | None = None,
+    produced_at_s: float | None = None,
+    **fields: Any,
+) -> pb.Prediction:
+    p = pb.Prediction(id=pid, scenario=scenario, task=task, output=output, input="Q?", **fields)
+    p.references.extend(["Paris"] if references is None else references)
+    if latency_s is not None:
+        p.timing.latency.FromNanoseconds(round(latency_s * 1e9))
+    if ttft_s is not None:
+        p.timing.time_to_first_token.FromNanoseconds(round(ttft_s * 1e9))
+    if produced_at_s is not None:
+        p.produced_at.FromNanoseconds(round(produced_at_s * 1e9))
+    return p
+
+
+def batch(n: int, prefix: str = "p", **kwargs: Any) -> list[pb.Prediction]:
+    return [prediction(f"{prefix}{i}", **kwargs) for i in range(n)]

@@ -1,0 +1,86 @@
+"""The `holistic` command as a user runs it: submit a file, read profiles, settings errors, the demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from holistic.cli import main
+from holistic_client.jsonl import write_predictions
+from tests.conftest import drain
+from tests.factories import prediction
+
+
+def test_submit_reports_rejected_lines_and_is_idempotent(gateway, make_worker, tmp_path):
+    path = tmp_path / "preds.jsonl"
+    good = [prediction(f"p{i}", model="m1", latency_s=0.5) for i in range(5)]
+    write_predictions(path, good[:2])
+    with path.open("a") as fh:
+        fh.write("{not json\n")  # line 3
+        bad = prediction("bad", model="m1")
+        bad.confidence = 2.0
+        from google.protobuf import json_format
+
+        fh.write(json_format.MessageToJson(bad, indent=None) + "\n")  # line 4
+        fh.write("\n")  # blank lines are skipped
+        for p in good[2:]:
+            fh.write(json_format.MessageToJson(p, indent=None) + "\n")  # lines 6-8
+    runner = CliRunner()
+    result = runner.invoke(
+        main, ["submit", str(path), "--target", gateway.address, "--no-progress", "--batch-size", "3"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "accepted 5 predictions" in result.output
+    assert "rejected 2 lines" in result.output
+    assert "line 3:" in result.output and "line 4: predictions[" in result.output
+    assert "confidence" in result.output
+    again = runner.invoke(
+        main, ["submit", str(path), "--target", gateway.address, "--no-progress", "--batch-size", "3"]
+    )
+    assert "accepted 0 predictions" in again.output and "(5 already accepted earlier)" in again.output
+
+    drain(make_worker("accuracy"), make_worker("efficiency"))
+    shown = runner.invoke(main, ["profile", "m1", "--json", "--target", gateway.address])
+    assert shown.exit_code == 0, shown.output
+    profile = json.loads(shown.output)
+    assert profile["model"] == "m1" and profile["counts"]["acceptedPredictions"] == "5"
+    table = runner.invoke(main, ["profile", "m1", "--target", gateway.address], env={"COLUMNS": "200"})
+    assert "accuracy" in table.output and "efficiency" in table.output and "m1" in table.output
+    models = runner.invoke(main, ["models", "--target", gateway.address], env={"COLUMNS": "200"})
+    assert "m1" in models.output
+
+
+def test_unknown_model_is_a_clear_error(gateway):
+    result = CliRunner().invoke(main, ["profile", "ghost", "--target", gateway.address])
+    assert result.exit_code == 2 and "NOT_FOUND" in result.output
+
+
+def test_bad_settings_name_the_variable(tmp_path):
+    env = dict(os.environ, HOLISTIC_MAX_BATCH_PREDICTIONS="0", HOLISTIC_FAMILIES="accuracy,astrology")
+    result = subprocess.run(
+        [sys.executable, "-m", "holistic", "janitor"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "HOLISTIC_MAX_BATCH_PREDICTIONS" in result.stderr and "HOLISTIC_FAMILIES" in result.stderr
+    assert "astrology" in result.stderr
+
+
+@pytest.mark.slow
+def test_demo_runs_end_to_end(tmp_path):
+    env = dict(os.environ, COLUMNS="200")
+    env.pop("REDIS_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "holistic", "up", "--demo", "--data-dir", str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    out = result.stdout
+    assert "accepted 6,651" in out
+    for model in ("atlas-70b", "gale-mix", "swift-8b"):
+        assert model in out
+    assert "holistic profiles, all time" in out and "last hour" in out

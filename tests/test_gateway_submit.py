@@ -1,0 +1,144 @@
+"""SubmitPredictions: one stream entry per batch, idempotency, sequence numbers, statuses."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from holistic.keys import Keys
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.v1 import evaluation_service_pb2 as es
+from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
+from holistic_client import ClientError
+from tests.factories import batch, prediction
+
+KEYS = Keys()
+
+
+def test_batch_is_one_stream_entry_with_envelope(client, r):
+    preds = batch(3)
+    preds[0].groups["dialect"] = "aae"
+    reply = client.submit(preds, batch_id="b-1", model="m1")
+    assert (reply.model, reply.sequence, reply.accepted_count, reply.duplicate) == ("m1", 1, 3, False)
+    entries = r.xrange(KEYS.stream)
+    assert len(entries) == 1
+    fields = entries[0][1]
+    assert fields[b"v"] == b"1" and fields[b"m"] == b"m1" and fields[b"s"] == b"1"
+    env = BatchEnvelope.FromString(fields[b"e"])
+    assert env.batch_id == "b-1" and env.model == "m1" and env.sequence == 1
+    assert list(env.families) == ["accuracy", "efficiency"]
+    assert [p.id for p in env.predictions] == ["p0", "p1", "p2"]
+    assert env.predictions[0].groups["dialect"] == "aae"
+    assert env.accept_time.ToMilliseconds() == reply.accept_time.ToMilliseconds()
+
+
+def test_same_batch_id_same_content_is_the_earlier_answer(client, r):
+    first = client.submit(batch(2), batch_id="b-1", model="m1")
+    again = client.submit(batch(2), batch_id="b-1", model="m1")
+    assert again.duplicate and not first.duplicate
+    assert (again.sequence, again.accepted_count, again.accept_time) == (
+        first.sequence,
+        first.accepted_count,
+        first.accept_time,
+    )
+    assert r.xlen(KEYS.stream) == 1
+    meta = r.hgetall(KEYS.meta("m1"))
+    assert meta[b"accepted_predictions"] == b"2" and meta[b"accepted_batches"] == b"1"
+
+
+def test_same_content_with_map_fields_in_another_order_is_a_duplicate(client):
+    a = prediction("p1")
+    a.groups["x"] = "1"
+    a.groups["y"] = "2"
+    b = prediction("p1")
+    b.groups["y"] = "2"
+    b.groups["x"] = "1"
+    client.submit([a], batch_id="b-1", model="m1")
+    assert client.submit([b], batch_id="b-1", model="m1").duplicate
+
+
+def test_same_batch_id_other_content_is_already_exists(client, r):
+    client.submit(batch(2), batch_id="b-1", model="m1")
+    with pytest.raises(ClientError) as exc:
+        client.submit(batch(3), batch_id="b-1", model="m1")
+    assert exc.value.code == grpc.StatusCode.ALREADY_EXISTS
+    assert "b-1" in exc.value.message
+    assert r.xlen(KEYS.stream) == 1
+
+
+def test_sequences_are_per_model(client):
+    seqs = [client.submit(batch(1), batch_id=f"b{i}", model=m).sequence for i, m in enumerate("aabab")]
+    assert seqs == [1, 2, 1, 3, 2]
+
+
+def test_model_may_come_from_the_predictions(client):
+    preds = batch(2, model="m7")
+    assert client.submit(preds, batch_id="b-1").model == "m7"
+
+
+def test_reserved_but_not_queued_batch_is_re_added_with_same_sequence(client, r, gateway):
+    """A gateway crash between reserving and XADD: the retry writes the batch with its sequence."""
+    from holistic.scripts import Scripts
+
+    request = es.SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=batch(2))
+    import hashlib
+
+    digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+    Scripts(r).ingest(keys=[KEYS.ingest("m1", "b-1"), KEYS.sequence("m1")], args=[digest, 600, 1_000, 2])
+    assert r.xlen(KEYS.stream) == 0
+    reply = client.submit(batch(2), batch_id="b-1", model="m1")
+    assert reply.duplicate and reply.sequence == 1
+    assert r.xlen(KEYS.stream) == 1
+    assert r.hget(KEYS.meta("m1"), "accepted_predictions") == b"2"
+    client.submit(batch(2), batch_id="b-1", model="m1")
+    assert r.xlen(KEYS.stream) == 1
+
+
+def test_message_over_the_size_limit_is_resource_exhausted_without_retry_info(make_gateway):
+    gw = make_gateway(max_message_bytes=1 << 20)
+    big = prediction("p1", output="x" * (1 << 20))
+    with gw.client(max_attempts=3) as c, pytest.raises(ClientError) as exc:
+        c.submit([big], batch_id="b-1", model="m1")
+    assert exc.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_garbage_bytes_are_invalid_argument(gateway):
+    with grpc.insecure_channel(gateway.address) as channel:
+        call = channel.unary_unary("/holistic.v1.EvaluationService/SubmitPredictions")
+        with pytest.raises(grpc.RpcError) as exc:
+            call(b"\x1a\x03\xff\xfe\xfd", timeout=5)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_invalid_utf8_in_a_string_field_is_invalid_argument(gateway):
+    # field 3 (predictions) holding field 6 (output) with bytes that are not UTF-8
+    inner = b"\x32\x02\xc3\x28"
+    raw = b"\x0a\x01b" + b"\x12\x01m" + b"\x1a" + bytes([len(inner)]) + inner
+    with grpc.insecure_channel(gateway.address) as channel:
+        call = channel.unary_unary("/holistic.v1.EvaluationService/SubmitPredictions")
+        with pytest.raises(grpc.RpcError) as exc:
+            call(raw, timeout=5)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_list_models(client):
+    client.submit(batch(2), batch_id="b-1", model="zeta")
+    client.submit(batch(3), batch_id="b-1", model="alpha")
+    models = client.list_models()
+    assert [(m.model, m.accepted_predictions, m.accepted_batches) for m in models] == [("alpha", 3, 1), ("zeta", 2, 1)]
+    assert models[0].first_accept_time.seconds > 0
+
+
+def test_unknown_model_profile_is_not_found(client):
+    with pytest.raises(ClientError) as exc:
+        client.get_profile("nobody")
+    assert exc.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_deadline_too_short_is_refused(gateway):
+    with grpc.insecure_channel(gateway.address) as channel:
+        stub = es_grpc.EvaluationServiceStub(channel)
+        request = es.SubmitPredictionsRequest(batch_id="b", model="m", predictions=batch(1))
+        with pytest.raises(grpc.RpcError) as exc:
+            stub.SubmitPredictions(request, timeout=0.001)
+    assert exc.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED

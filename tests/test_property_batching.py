@@ -1,0 +1,107 @@
+"""Any split into batches, in any order, on 1 or 3 workers per family: the same profile as one pass."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from holistic import profile as profile_mod
+from holistic.families import load_family
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stats import Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1 import profile_pb2 as pp
+from tests.conftest import drain
+
+pytestmark = pytest.mark.slow
+
+SCENARIOS = {"mmlu": pb.TASK_MULTIPLE_CHOICE, "boolq": pb.TASK_CLASSIFICATION, "qa": pb.TASK_OPEN_QA}
+WORDS = ["Paris", "paris.", "the cat", "a cat sat", "Yes", "no", "", "  Rome "]
+NOW = time.time()
+
+
+@st.composite
+def predictions(draw: st.DrawFn) -> list[pb.Prediction]:
+    n = draw(st.integers(1, 60))
+    out = []
+    for i in range(n):
+        scenario = draw(st.sampled_from(sorted(SCENARIOS)))
+        p = pb.Prediction(id=f"p{i}", scenario=scenario, task=SCENARIOS[scenario], input="q")
+        p.output = draw(st.sampled_from(WORDS))
+        p.references.extend(draw(st.lists(st.sampled_from(WORDS[:6]), max_size=2)))
+        if draw(st.booleans()) and draw(st.booleans()):
+            p.correct = draw(st.booleans())
+        if draw(st.booleans()):
+            latency = draw(st.floats(0.0, 20.0))
+            p.timing.latency.FromNanoseconds(int(latency * 1e9))
+            if draw(st.booleans()):
+                p.timing.time_to_first_token.FromNanoseconds(int(latency * draw(st.floats(0, 1)) * 1e9))
+            if draw(st.booleans()):
+                p.timing.completion_tokens = draw(st.integers(0, 500))
+                p.timing.prompt_tokens = draw(st.integers(0, 500))
+        p.produced_at.FromNanoseconds(int((NOW - draw(st.floats(0, 3 * 3600))) * 1e9))
+        out.append(p)
+    return out
+
+
+def flatten(profile: pp.Profile) -> dict[str, float]:
+    """Every number of a profile that the batching must not change."""
+    out: dict[str, float] = {"window_predictions": profile.counts.window_predictions}
+    for d in profile.dimensions:
+        if d.HasField("score"):
+            out[f"dim/{d.kind}"] = d.score
+            out[f"dim/{d.kind}/n"] = d.count
+    for f in profile.families:
+        out[f"fam/{f.family}/n"] = f.count
+        out[f"fam/{f.family}/skipped"] = f.skipped
+        for m in f.metrics:
+            out[f"fam/{f.family}/{m.name}"] = m.value
+            out[f"fam/{f.family}/{m.name}/n"] = m.count
+            if m.HasField("interval"):
+                out[f"fam/{f.family}/{m.name}/lo"] = m.interval.lower
+    for s in profile.scenarios:
+        for m in s.metrics:
+            out[f"scn/{s.scenario}/{m.family}/{m.name}"] = m.value
+    return out
+
+
+def one_pass(preds: list[pb.Prediction], settings_obj) -> pp.Profile:
+    env = BatchEnvelope(model="m", predictions=preds)
+    env.accept_time.FromSeconds(int(NOW))
+    folded = {}
+    for name in settings_obj.families:
+        total = Stats()
+        for st_ in load_family(name).compute(env, settings_obj).values():
+            total.merge(st_)
+        folded[name] = Folded.from_stats(total)
+    return profile_mod.build("m", pp.Window(), {}, folded, settings_obj, NOW)
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(preds=predictions(), data=st.data())
+def test_batching_and_workers_do_not_change_the_profile(replicas, preds, data, gateway, r, settings, make_worker):
+    r.flushall()
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    order = list(range(len(preds)))
+    rng.shuffle(order)
+    cuts = sorted(rng.sample(range(1, len(preds)), k=min(len(preds) - 1, rng.randint(0, 6)))) if len(preds) > 1 else []
+    chunks = [order[a:b] for a, b in zip([0, *cuts], [*cuts, len(preds)], strict=True)]
+    workers = [make_worker(f) for f in settings.families for _ in range(replicas)]
+    with gateway.client() as client:
+        for i, chunk in enumerate(chunks):
+            client.submit([preds[j] for j in chunk], batch_id=f"b{i}", model="m")
+            if rng.random() < 0.5:  # interleave applies with submissions, in random worker order
+                rng.shuffle(workers)
+                workers[0].step(block_ms=1)
+        rng.shuffle(workers)
+        drain(*workers)
+        streamed = flatten(client.get_profile("m"))
+    expected = flatten(one_pass(preds, settings))
+    assert streamed.keys() == expected.keys()
+    for key, value in expected.items():
+        assert streamed[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key

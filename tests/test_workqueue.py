@@ -1,0 +1,174 @@
+"""The work stream under failure: trimming, recovery, dead letters and replay, on a real Redis."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from holistic import envelope
+from holistic.janitor import sweep
+from holistic.keys import Keys
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stats import Folded
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
+from holistic.workqueue import WorkQueue
+from tests.conftest import drain
+from tests.factories import batch
+
+KEYS = Keys()
+
+
+def add_batch(r, model: str, seq: int, n: int = 2, families=("accuracy", "efficiency"), batch_id=None) -> str:
+    """What the gateway writes for one batch (its groups exist before the first batch)."""
+    for group in ("accuracy", "efficiency"):
+        WorkQueue(r, KEYS).ensure_group(group)
+    request = SubmitPredictionsRequest(batch_id=batch_id or f"b{seq}", model=model, predictions=batch(n))
+    header = BatchEnvelope(batch_id=request.batch_id, model=model, sequence=seq, families=list(families))
+    header.accept_time.GetCurrentTime()
+    fields = envelope.fields_for(model, seq, request.SerializeToString(), header)
+    return r.xadd(KEYS.stream, fields).decode()
+
+
+def applied_count(r, model: str, family: str) -> int:
+    return int(Folded.from_hashes([r.hgetall(KEYS.stats(model, family, "all"))]).num("mmlu|n"))
+
+
+def test_maxlen_would_drop_undelivered_entries_and_the_janitor_does_not(r):
+    # The Redis behaviour that rules out XADD MAXLEN on the work stream (Redis 7.0):
+    r.xgroup_create("t:s", "g", id="$", mkstream=True)
+    for i in range(10):
+        r.xadd("t:s", {"n": i}, maxlen=5, approximate=False)
+    assert len(r.xreadgroup("g", "c", {"t:s": ">"})[0][1]) == 5  # five were never delivered
+    # Our janitor only trims below what every group still needs.
+    q = WorkQueue(r, KEYS)
+    q.ensure_group("accuracy")
+    q.ensure_group("efficiency")
+    ids = [add_batch(r, "m", s) for s in range(1, 11)]
+    got = q.read("accuracy", "c1", 3, 1)
+    q.ack("accuracy", [got[0][0], got[1][0]])
+    q.read("efficiency", "c2", 10, 1)
+    q.ack("efficiency", ids)
+    assert q.trim_floor() == ids[2]  # accuracy still has entry 3 pending
+    sweep(q, ["accuracy", "efficiency"])
+    assert [e[0].decode() for e in r.xrange(KEYS.stream)] == ids[2:]
+    assert len(q.read("accuracy", "c1", 100, 1)) == 7  # nothing undelivered was lost
+
+
+def test_trim_after_everything_is_acked(r, settings, make_worker):
+    for s in range(1, 6):
+        add_batch(r, "m", s)
+    drain(make_worker("accuracy"), make_worker("efficiency"))
+    q = WorkQueue(r, KEYS)
+    assert q.trim() == 5 and r.xlen(KEYS.stream) == 0
+
+
+def test_dead_letter_is_atomic_under_two_recoverers(r):
+    q = WorkQueue(r, KEYS)
+    q.ensure_group("accuracy")
+    eid = add_batch(r, "m", 1)
+    q.read("accuracy", "dead", 1, 1)
+    results: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def recover() -> None:
+        own = WorkQueue(r.__class__(connection_pool=r.connection_pool), KEYS)
+        barrier.wait()
+        results.append(own.deadletter("accuracy", eid, 6, "test"))
+
+    threads = [threading.Thread(target=recover) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [False] * 7 + [True]
+    dl = q.dead_letters()
+    assert len(dl) == 1
+    assert dl[0][1]["src_id"] == eid and dl[0][1]["group"] == "accuracy" and dl[0][1]["m"] == "m"
+
+
+def test_a_dead_consumers_entries_are_claimed_and_counted_once(r, make_settings, make_worker):
+    s = make_settings(claim_idle_ms=50, read_count=4)
+    for seq in range(1, 5):
+        add_batch(r, "m", seq, n=3)
+    WorkQueue(r, KEYS).ensure_group("accuracy")
+    WorkQueue(r, KEYS).read("accuracy", "crashed", 2, 1)  # read 2, then "crash" without acking
+    survivor = make_worker("accuracy", s)
+    drain(survivor)
+    assert applied_count(r, "m", "accuracy") == 6  # the 2 unclaimed-yet entries are still pending
+    time.sleep(0.06)
+    assert survivor.recover() == 2
+    assert applied_count(r, "m", "accuracy") == 12
+    assert survivor.counters.claimed == 2
+    assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0
+
+
+def test_applied_but_not_acked_is_skipped_on_redelivery(r, make_settings, make_worker):
+    s = make_settings(claim_idle_ms=50)
+    add_batch(r, "m", 1, n=3)
+    w = make_worker("accuracy", s)
+    entries = w.queue.read("accuracy", w.consumer, 1, 1)
+    e = envelope.parse(*entries[0])
+    item = w._compute(entries[0][0], e)
+    keys, args = w._apply_args(item)
+    assert w.queue.scripts.apply(keys=keys, args=args) == 1  # applied, then the worker dies before XACK
+    time.sleep(0.06)
+    w2 = make_worker("accuracy", s)
+    w2.recover()
+    assert w2.counters.skipped == 1 and w2.counters.applied == 0
+    assert applied_count(r, "m", "accuracy") == 3
+    assert w.queue.scripts.apply(keys=keys, args=args) == 0  # the bit stops a second merge
+
+
+def test_duplicate_stream_entries_of_one_sequence_apply_once(r, make_worker):
+    add_batch(r, "m", 1, n=2)
+    add_batch(r, "m", 1, n=2)  # a client retry after a gateway crash re-adds with the same seq
+    w = make_worker("accuracy")
+    drain(w)
+    assert applied_count(r, "m", "accuracy") == 2 and w.counters.skipped == 1
+
+
+def test_a_poison_entry_is_dead_lettered_and_replay_is_safe(r, make_worker):
+    add_batch(r, "m", 1)
+    r.xadd(KEYS.stream, {"v": "1", "m": "m", "s": "2", "e": b"\xff\xff not protobuf"})
+    add_batch(r, "m", 3)
+    acc, eff = make_worker("accuracy"), make_worker("efficiency")
+    drain(acc, eff)
+    assert applied_count(r, "m", "accuracy") == 4
+    assert acc.counters.dead_lettered == 1 and eff.counters.dead_lettered == 1
+    dl = WorkQueue(r, KEYS).dead_letters()
+    assert sorted(d[1]["group"] for d in dl) == ["accuracy", "efficiency"]
+    assert all("failed 3 times" in d[1]["reason"] and "DecodeError" in d[1]["reason"] for d in dl)
+    assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0
+
+
+def test_replay_applies_once_for_the_family_that_gave_up(r, make_worker):
+    add_batch(r, "m", 1, n=3)
+    acc = make_worker("accuracy")
+    eid = acc.queue.read("accuracy", acc.consumer, 1, 1)[0][0]
+    assert acc.queue.deadletter("accuracy", eid, 6, "consumer kept crashing")
+    eff = make_worker("efficiency")
+    drain(eff)
+    dl_id = WorkQueue(r, KEYS).dead_letters()[0][0]
+    assert WorkQueue(r, KEYS).replay(dl_id) is not None
+    assert WorkQueue(r, KEYS).dead_letters() == []
+    assert WorkQueue(r, KEYS).replay(dl_id) is None
+    drain(acc, eff)
+    assert applied_count(r, "m", "accuracy") == 3
+    assert eff.counters.skipped == 1  # efficiency had applied it before: the done bit skips it
+
+
+def test_batches_for_other_families_are_acked_not_applied(r, make_worker):
+    add_batch(r, "m", 1, families=("efficiency",))
+    acc = make_worker("accuracy")
+    drain(acc)
+    assert acc.counters.applied == 0 and not r.exists(KEYS.stats("m", "accuracy", "all"))
+    assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0
+
+
+def test_backlog_counts_lag_and_pending(r):
+    q = WorkQueue(r, KEYS)
+    q.ensure_group("accuracy")
+    for s in range(1, 6):
+        add_batch(r, "m", s)
+    q.read("accuracy", "c", 2, 1)
+    assert q.backlog() == {"accuracy": 5, "efficiency": 5}
