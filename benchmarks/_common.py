@@ -1,0 +1,87 @@
+"""Shared set-up for the benchmark scripts: a private Redis, service processes, sample batches."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from holistic.demo import SAMPLE
+from holistic.embedded_redis import EmbeddedRedis
+from holistic.up import free_address, wait_serving
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
+from holistic.v1.prediction_pb2 import Prediction
+from holistic_client.jsonl import read_predictions
+
+
+@contextmanager
+def private_redis(persist: bool = False) -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="holistic-bench-") as d:
+        server = EmbeddedRedis(Path(d), persist=persist)
+        url = server.start()
+        try:
+            yield url
+        finally:
+            server.stop()
+
+
+@contextmanager
+def processes(redis_url: str, *commands: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    """Gateway (first command is assumed to be it) and workers as real processes."""
+    address = free_address()
+    child_env = dict(os.environ, REDIS_URL=redis_url, HOLISTIC_GATEWAY_ADDRESS=address, **(env or {}))
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "holistic", *cmd], env=child_env, stderr=subprocess.DEVNULL)
+        for cmd in commands
+    ]
+    try:
+        wait_serving(address)
+        yield address
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def sample_predictions(n: int, spread_s: float = 30.0) -> list[Prediction]:
+    """Predictions from the bundled sample, repeated with fresh ids up to n, produced over the last
+    spread_s seconds, as a batch of live traffic is (the sample itself spans three hours)."""
+    base = [line.prediction for line in read_predictions(SAMPLE) if line.prediction is not None]
+    newest = time.time()
+    out = []
+    for i in range(n):
+        p = Prediction()
+        p.CopyFrom(base[i % len(base)])
+        p.id = f"{p.id}#{i}"
+        p.model = ""
+        p.produced_at.FromNanoseconds(int((newest - spread_s * (n - i) / n) * 1e9))
+        out.append(p)
+    return out
+
+
+def requests(n_batches: int, batch_size: int, model: str = "bench", tag: str = "") -> list[bytes]:
+    preds = sample_predictions(batch_size)
+    template = SubmitPredictionsRequest(model=model, predictions=preds)
+    out = []
+    for i in range(n_batches):
+        template.batch_id = f"bench{tag}-{i}"
+        out.append(template.SerializeToString())
+    return out
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def now() -> float:
+    return time.perf_counter()
