@@ -17,7 +17,7 @@ log = logging.getLogger("holistic.janitor")
 STALE_CONSUMER_MS = 24 * 3600 * 1000
 
 
-def sweep(queue: WorkQueue, families: list[str]) -> tuple[int, int]:
+def sweep(queue: WorkQueue, families: list[str], stale_ms: int = STALE_CONSUMER_MS) -> tuple[int, int]:
     """One pass: returns (entries trimmed, idle consumers with nothing pending removed)."""
     for family in families:
         queue.ensure_group(family)
@@ -26,7 +26,7 @@ def sweep(queue: WorkQueue, families: list[str]) -> tuple[int, int]:
     for family in families:
         for c in queue.r.xinfo_consumers(queue.keys.stream, family):
             name = c["name"].decode() if isinstance(c["name"], bytes) else c["name"]
-            if int(c["pending"]) == 0 and int(c["idle"]) > STALE_CONSUMER_MS:
+            if int(c["pending"]) == 0 and int(c["idle"]) >= stale_ms:
                 queue.r.xgroup_delconsumer(queue.keys.stream, family, name)
                 removed += 1
     return trimmed, removed

@@ -11,8 +11,9 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from holistic.errors import ConfigError
+from holistic.families import REGISTRY
 
-KNOWN_FAMILIES = ("accuracy", "efficiency")
+KNOWN_FAMILIES = tuple(REGISTRY)
 
 
 def _split_csv(value: Any) -> Any:
