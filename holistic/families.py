@@ -25,6 +25,15 @@ REGISTRY = {
 
 
 @dataclass
+class ScenarioAccuracy:
+    """A family's candidate for a scenario's accuracy; the profile keeps the one from its main metric."""
+
+    metric: Metric  # named "accuracy", with its count and interval
+    source: str  # the metric it was computed from ("exact_match", "rouge_2", "client_judged", ...)
+    variance: float  # of the mean, for the interval of the mean over scenarios
+
+
+@dataclass
 class ScenarioPart:
     """What one family says about one scenario."""
 
@@ -32,6 +41,7 @@ class ScenarioPart:
     count: int = 0
     task: int = 0
     main_metric: str = ""
+    accuracy: ScenarioAccuracy | None = None
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from holistic.families import FamilyFold, ScenarioPart, prediction_minute
+from holistic.families import FamilyFold, ScenarioAccuracy, ScenarioPart, prediction_minute
 from holistic.intervals import mean_of_means, mean_var
 from holistic.metric_values import mean, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
@@ -21,8 +21,6 @@ from holistic.settings import Settings
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
-    DIMENSION_KIND_ACCURACY,
-    Dimension,
     FamilyReport,
     Interval,
     Metric,
@@ -40,12 +38,6 @@ MAIN_METRIC_BY_TASK = {
     pb.TASK_FREE_GENERATION: "f1_score",
     pb.TASK_SUMMARIZATION: "rouge_2",
 }
-
-DEFINITION = (
-    "Unweighted mean over scenarios of each scenario's accuracy: its main metric (HELM's choice per "
-    "task: exact_match for multiple choice, quasi_exact_match for classification, f1_score for QA and "
-    "free generation, rouge_2 for summarization), or the client's `correct` where given."
-)
 
 
 class AccuracyFamily:
@@ -70,8 +62,6 @@ class AccuracyFamily:
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         scenarios = sorted({k.split("|", 1)[0] for k in stats if k.endswith("|n") and k.count("|") == 1})
         parts: dict[str, ScenarioPart] = {}
-        mains: list[tuple[float, float]] = []
-        main_metrics: list[Metric] = []
         per_metric: dict[str, list[tuple[float, float]]] = defaultdict(list)
         total = unscored = 0
         for scn in scenarios:
@@ -93,11 +83,7 @@ class AccuracyFamily:
             judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
             if judged_n:
                 part.metrics.append(proportion("client_judged_correct", NAME, judged_sum, judged_n))
-            acc = _scenario_accuracy(f, main, judged_n, judged_sum)
-            if acc is not None:
-                part.metrics.append(acc)
-                main_metrics.append(acc)
-                mains.append(mean_var(acc.count, acc.value * acc.count, _sumsq_of(f, main, judged_sum)))
+            part.accuracy = _scenario_accuracy(f, main, judged_n, judged_sum)
             parts[scn] = part
 
         report = FamilyReport(
@@ -109,7 +95,7 @@ class AccuracyFamily:
         )
         for metric, mv in per_metric.items():
             report.metrics.append(_macro(metric, mv))
-        return FamilyFold(report=report, scenarios=parts, dimensions=[_dimension(mains, main_metrics, parts)])
+        return FamilyFold(report=report, scenarios=parts)
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         options = {"normalize": "helm-quac", "f1": "token-set", "references": "max", "strip": "output"}
@@ -185,15 +171,20 @@ def _sumsq_of(f: dict[str, float], main: str, judged_sum: float) -> float:
     return ss + judged_sum
 
 
-def _scenario_accuracy(f: dict[str, float], main: str, judged_n: float, judged_sum: float) -> Metric | None:
+def _scenario_accuracy(f: dict[str, float], main: str, judged_n: float, judged_sum: float) -> ScenarioAccuracy | None:
     """The scenario's main metric over unjudged predictions, plus the client's judgements."""
     unjudged_n = f.get("unjudged|n", 0.0) if main in METRICS else 0.0
     n = unjudged_n + judged_n
     if not n:
         return None
     s = (f.get(f"unjudged|{main}|sum", 0.0) if unjudged_n else 0.0) + judged_sum
+    ss = _sumsq_of(f, main, judged_sum)
     binary = main in BINARY or not unjudged_n  # client judgements alone are 0/1
-    return _mean("accuracy", n, s, _sumsq_of(f, main, judged_sum), binary)
+    return ScenarioAccuracy(
+        metric=_mean("accuracy", n, s, ss, binary),
+        source=main if unjudged_n else "client_judged",
+        variance=mean_var(n, s, ss)[1],
+    )
 
 
 def _macro(name: str, parts: list[tuple[float, float]]) -> Metric:
@@ -203,33 +194,6 @@ def _macro(name: str, parts: list[tuple[float, float]]) -> Metric:
     if lo > float("-inf"):
         m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
     return m
-
-
-def _dimension(mains: list[tuple[float, float]], metrics: list[Metric], parts: dict[str, ScenarioPart]) -> Dimension:
-    dim = Dimension(kind=DIMENSION_KIND_ACCURACY, definition=DEFINITION)
-    if not mains:
-        waiting = [s for s, p in parts.items() if p.main_metric not in METRICS]
-        dim.absent_reason = (
-            f"no scored predictions: scenarios {waiting} use a main metric from another family"
-            if waiting
-            else "no predictions with references or a client judgement in this window"
-        )
-        return dim
-    value, lo, hi = mean_of_means(mains)
-    dim.score = value
-    dim.count = sum(m.count for m in metrics)
-    if lo > float("-inf"):
-        dim.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
-    named = []
-    for scn, part in parts.items():
-        for m in part.metrics:
-            if m.name == "accuracy":
-                c = Metric()
-                c.CopyFrom(m)
-                c.name = f"accuracy[{scn}:{part.main_metric}]"
-                named.append(c)
-    dim.metrics.extend(named)
-    return dim
 
 
 FAMILY = AccuracyFamily()
