@@ -92,7 +92,7 @@ class BacklogMonitor:
         if self.backlog >= self.cap:
             excess = self.backlog - int(self.cap * 0.8)
             retry = excess / self.drain_per_s if self.drain_per_s > 0 else 2.0
-            raise Backpressure(min(max(retry, MIN_RETRY_S), MAX_RETRY_S), self.backlog, self.cap)
+            raise Backpressure.backlog(min(max(retry, MIN_RETRY_S), MAX_RETRY_S), self.backlog, self.cap)
 
     async def _run(self) -> None:
         while True:

@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 import grpc
 
 from gateway import status
+from gateway.auth import bearer_token
 from gateway.ingest import Ingestor, parse_request
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
 from gateway.watch import WatchHub
 from holistic.errors import FieldViolation, InvalidArgument
+from holistic.tenants import DEFAULT_TENANT, TokenStore
 from holistic.v1 import evaluation_service_pb2 as es
 
 SERVICE = "holistic.v1.EvaluationService"
@@ -33,10 +35,17 @@ def _traceparent(context: grpc.aio.ServicerContext) -> str:
 
 
 class EvaluationService:
-    def __init__(self, ingestor: Ingestor, reader: ProfileReader, hub: WatchHub) -> None:
+    def __init__(self, ingestor: Ingestor, reader: ProfileReader, hub: WatchHub, tokens: TokenStore) -> None:
         self.ingestor = ingestor
         self.reader = reader
         self.hub = hub
+        self.tokens = tokens
+
+    def _tenant(self, context: grpc.aio.ServicerContext) -> str:
+        """The caller's tenant (the interceptor already refused unknown tokens)."""
+        if self.tokens.open:
+            return DEFAULT_TENANT
+        return self.tokens.tenant_of(bearer_token(context.invocation_metadata())) or DEFAULT_TENANT
 
     @status.unary
     async def SubmitPredictions(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.SubmitPredictionsResponse:
@@ -44,14 +53,14 @@ class EvaluationService:
         if remaining is not None and remaining < MIN_DEADLINE_S:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "too little time left to enqueue the batch")
         request = parse_request(raw)
-        return await self.ingestor.submit(raw, request, traceparent=_traceparent(context))
+        return await self.ingestor.submit(raw, request, tenant=self._tenant(context), traceparent=_traceparent(context))
 
     @status.unary
     async def GetProfile(
         self, request: es.GetProfileRequest, context: grpc.aio.ServicerContext
     ) -> es.GetProfileResponse:
         _check_model(request.model)
-        profile = await self.reader.profile(request.model, WindowSpec.from_request(request))
+        profile = await self.reader.profile(request.model, WindowSpec.from_request(request), self._tenant(context))
         return es.GetProfileResponse(profile=profile)
 
     @status.streaming
@@ -60,16 +69,17 @@ class EvaluationService:
     ) -> AsyncIterator[es.WatchProfileResponse]:
         _check_model(request.model)
         spec = WindowSpec.from_request(request)
-        if not await self.reader.exists(request.model):
-            await self.reader.profile(request.model, spec)  # raises NotFound with the message
-        async for profile in self.hub.watch(request.model, spec):
+        tenant = self._tenant(context)
+        if not await self.reader.exists(request.model, tenant):
+            await self.reader.profile(request.model, spec, tenant)  # raises NotFound with the message
+        async for profile in self.hub.watch(request.model, spec, tenant):
             yield es.WatchProfileResponse(profile=profile)
 
     @status.unary
     async def ListModels(
         self, request: es.ListModelsRequest, context: grpc.aio.ServicerContext
     ) -> es.ListModelsResponse:
-        return es.ListModelsResponse(models=await self.reader.list_models())
+        return es.ListModelsResponse(models=await self.reader.list_models(self._tenant(context)))
 
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:

@@ -39,11 +39,7 @@ def to_status(exc: BaseException) -> status_pb2.Status:
         delay = duration_pb2.Duration()
         delay.FromMilliseconds(int(exc.retry_after_s * 1000))
         quota = error_details_pb2.QuotaFailure(
-            violations=[
-                error_details_pb2.QuotaFailure.Violation(
-                    subject="work-stream-backlog", description=f"{exc.backlog} batches queued; cap {exc.cap}"
-                )
-            ]
+            violations=[error_details_pb2.QuotaFailure.Violation(subject=exc.subject, description=exc.description)]
         )
         return status_pb2.Status(
             code=code_pb2.RESOURCE_EXHAUSTED,

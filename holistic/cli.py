@@ -126,6 +126,25 @@ def janitor() -> None:
 
 
 @main.group()
+def tokens() -> None:
+    """Create tenant tokens (the service stores only their sha256)."""
+
+
+@tokens.command("new")
+@click.argument("tenant")
+def tokens_new(tenant: str) -> None:
+    """Print a new random token for TENANT, and the line to add to HOLISTIC_TOKENS(_FILE)."""
+    from holistic.tenants import TENANT_RE, hash_token, new_token
+
+    if not TENANT_RE.fullmatch(tenant):
+        err.print(f"[red]error:[/red] a tenant name must match {TENANT_RE.pattern}")
+        sys.exit(2)
+    token = new_token()
+    click.echo(f"token (give it to the tenant; it is not stored):  {token}")
+    click.echo(f"entry (add it to HOLISTIC_TOKENS_FILE):           {tenant}:sha256:{hash_token(token)}")
+
+
+@main.group()
 def dlq() -> None:
     """Inspect and replay dead-lettered batches."""
 

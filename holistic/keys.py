@@ -26,11 +26,16 @@ class Keys:
         """STREAM: entries a family gave up on, with their group and delivery count."""
         return f"{self.prefix}:{{{QUEUE_SHARD}}}:dlq"
 
-    # --- global --------------------------------------------------------------------------
-    @property
-    def models(self) -> str:
-        """SET: every model with an accepted batch."""
-        return f"{self.prefix}:models"
+    # --- per tenant --------------------------------------------------------------------------
+    def models(self, tenant: str = "default") -> str:
+        """SET: the tenant's models (names within the tenant) with an accepted batch."""
+        if tenant == "default":
+            return f"{self.prefix}:models"
+        return f"{self.prefix}:{{t:{tenant}}}:models"
+
+    def rate(self, tenant: str, second: int) -> str:
+        """STRING: predictions the tenant submitted in that epoch second (expires after 2 s)."""
+        return f"{self.prefix}:{{t:{tenant}}}:rate:{second}"
 
     # --- per model -----------------------------------------------------------------------
     def _model(self, model: str) -> str:

@@ -34,9 +34,10 @@ def free_address(host: str = "127.0.0.1") -> str:
         return f"{host}:{s.getsockname()[1]}"
 
 
-def wait_serving(address: str, timeout_s: float = 30.0, token: str | None = None) -> None:
+def wait_serving(address: str, timeout_s: float = 30.0, credentials: grpc.ChannelCredentials | None = None) -> None:
     deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(address) as channel:
+    channel_ = grpc.secure_channel(address, credentials) if credentials else grpc.insecure_channel(address)
+    with channel_ as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             try:
@@ -47,6 +48,18 @@ def wait_serving(address: str, timeout_s: float = 30.0, token: str | None = None
                 pass
             time.sleep(0.1)
     raise ConfigError(f"the gateway did not become healthy on {address} within {timeout_s:g} s")
+
+
+def wait_port(address: str, timeout_s: float = 30.0) -> None:
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise ConfigError(f"nothing listens on {address} after {timeout_s:g} s")
 
 
 @dataclass
@@ -82,10 +95,21 @@ class Stack:
         for child in self.children:
             self._spawn(child)
         try:
-            wait_serving(self.address)
+            if self.settings.tls_client_ca is not None:
+                wait_port(self.address)
+            else:
+                wait_serving(self.address, credentials=self._health_credentials())
         except ConfigError:
             self.stop()
             raise
+
+    def _health_credentials(self) -> grpc.ChannelCredentials | None:
+        """Over TLS, trust the gateway's own certificate; with mutual TLS, `up` has no client certificate,
+        so it waits for the port instead (wait_port)."""
+        s = self.settings
+        if s.tls_cert is None:
+            return None
+        return grpc.ssl_channel_credentials(root_certificates=s.tls_cert.read_bytes())
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
