@@ -16,6 +16,7 @@ from grpc_reflection.v1alpha import reflection
 
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
+from gateway.durability import check_strict
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader
 from gateway.quota import Quotas
@@ -77,7 +78,10 @@ class Gateway:
         reader = ProfileReader(self.r, s)
         self.hub = WatchHub(self.r, reader)
         self.quotas = Quotas(self.r, s, self.tokens)
-        service = EvaluationService(Ingestor(self.r, s, self.backlog, self.quotas), reader, self.hub, self.tokens)
+        ingestor = Ingestor(self.r, s, self.backlog, self.quotas)
+        if s.durability == "strict":
+            await check_strict(self.r)
+        service = EvaluationService(ingestor, reader, self.hub, self.tokens)
         self.server = grpc.aio.server(
             interceptors=[BearerAuth(self.tokens)],
             options=[

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     redis_tls_cert: Path | None = Field(default=None, description="Client certificate, when Redis asks for one.")
     redis_tls_key: Path | None = Field(default=None, description="Key of the client certificate.")
     data_dir: Path = Field(default=Path(".holistic"), description="Where `holistic up` keeps its Redis.")
+    durability: Literal["everysec", "strict"] = Field(
+        default="everysec",
+        description="strict: a batch is acknowledged only once on disk (appendfsync always, or WAITAOF >= 7.2).",
+    )
     key_prefix: str = Field(default="hl", pattern=r"^[a-z][a-z0-9_]{0,15}$")
 
     # --- Gateway ---------------------------------------------------------------------------

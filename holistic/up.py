@@ -85,9 +85,10 @@ class Stack:
         if self.settings.redis_url:
             self.redis_url = self.settings.redis_url
         else:
-            self.redis = EmbeddedRedis(self.data_dir)
+            fsync = "always" if self.settings.durability == "strict" else "everysec"
+            self.redis = EmbeddedRedis(self.data_dir, fsync=fsync)
             self.redis_url = self.redis.start()
-            log.info("private redis-server at %s (AOF everysec, noeviction)", self.redis_url)
+            log.info("private redis-server at %s (AOF %s, noeviction)", self.redis_url, fsync)
         py = [sys.executable, "-m", "holistic"]
         self.children = [Child("gateway", [*py, "gateway"])]
         self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.families]
