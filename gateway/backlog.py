@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 
 from holistic.errors import Backpressure, Unavailable
 from holistic.keys import Keys
+from holistic.observability import BACKLOG, DEAD_LETTERS, LAG, PENDING, REDIS_UP
 from holistic.redis_conn import RETRYABLE
 
 log = logging.getLogger("holistic.gateway")
@@ -52,6 +53,7 @@ class BacklogMonitor:
         try:
             groups = await self.r.xinfo_groups(self.keys.stream)
             length = await self.r.xlen(self.keys.stream) if groups else 0
+            DEAD_LETTERS.set(await self.r.xlen(self.keys.dead_letters))
         except RETRYABLE as exc:
             await self._set_health(False, exc)
             return
@@ -64,8 +66,12 @@ class BacklogMonitor:
             name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
             if name not in self.families:
                 continue
-            lag = g.get("lag")
-            worst = max(worst, int(g.get("pending", 0)) + (int(lag) if lag is not None else length))
+            lag = int(g["lag"]) if g.get("lag") is not None else length
+            pending = int(g.get("pending", 0))
+            LAG.labels(name).set(lag)
+            PENDING.labels(name).set(pending)
+            BACKLOG.labels(name).set(lag + pending)
+            worst = max(worst, pending + lag)
         now = time.monotonic()
         if self._last is not None and now > self._last[0]:
             drained = self._last[1] - worst
@@ -76,6 +82,7 @@ class BacklogMonitor:
         await self._set_health(True, None)
 
     async def _set_health(self, ok: bool, exc: BaseException | None) -> None:
+        REDIS_UP.set(1 if ok else 0)
         if ok != self.healthy:
             if ok:
                 log.info("redis reachable: serving")

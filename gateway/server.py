@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from gateway.servicer import SERVICE, EvaluationService, handlers
 from gateway.watch import WatchHub
 from holistic.errors import ConfigError
 from holistic.keys import Keys
+from holistic.observability import serve_metrics
 from holistic.redis_conn import async_client, sync_client
 from holistic.settings import Settings
 from holistic.tenants import TokenStore
@@ -140,6 +142,7 @@ def server_credentials(s: Settings) -> grpc.ServerCredentials | None:
 
 
 async def serve(settings: Settings, address: str | None = None) -> None:
+    serve_metrics(settings.metrics_address)
     gateway = Gateway(settings)
     await gateway.start(address)
     stop = asyncio.Event()
@@ -160,7 +163,16 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
     args = [sys.executable, "-m", "holistic", "gateway", "--processes", "1"]
     if address:
         args += ["--address", address]
-    procs = [subprocess.Popen(args) for _ in range(n)]
+
+    def env(i: int) -> dict[str, str]:
+        """Each process serves its own /metrics: the configured port + i."""
+        out = dict(os.environ)
+        if settings.metrics_address:
+            host, _, port = settings.metrics_address.rpartition(":")
+            out["HOLISTIC_METRICS_ADDRESS"] = f"{host}:{int(port) + i}"
+        return out
+
+    procs = [subprocess.Popen(args, env=env(i)) for i in range(n)]
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -173,7 +185,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
         for i, proc in enumerate(procs):
             if proc.poll() is not None:
                 log.warning("gateway process %d exited with %s; restarting", proc.pid, proc.returncode)
-                procs[i] = subprocess.Popen(args)
+                procs[i] = subprocess.Popen(args, env=env(i))
         time.sleep(0.5)
     for proc in procs:
         proc.terminate()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import shutil
 import sys
 import tempfile
@@ -28,11 +27,10 @@ def _settings() -> Settings:
         sys.exit(2)
 
 
-def _logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s",
-    )
+def _logging(settings: Settings) -> None:
+    from holistic.observability import setup_logging
+
+    setup_logging(settings.log_format, settings.log_level)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,8 +47,8 @@ def up(demo: bool, keep_running: bool, address: str | None, data_dir: Path | Non
     """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor."""
     from holistic import up as up_mod
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     temp_dir = None
     if data_dir is None:
         if demo:
@@ -90,8 +88,8 @@ def gateway(address: str | None, processes: int | None) -> None:
     """Run the gRPC gateway."""
     from gateway.server import serve, serve_processes
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     try:
         n = processes or settings.gateway_processes
         if n > 1:
@@ -109,8 +107,8 @@ def worker(family: str) -> None:
     from holistic.redis_conn import sync_client
     from metric_services.runner import run_worker
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     run_worker(family, settings, sync_client(settings))
 
 
@@ -120,8 +118,8 @@ def janitor() -> None:
     from holistic.janitor import run_janitor
     from holistic.redis_conn import sync_client
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     run_janitor(settings, sync_client(settings))
 
 

@@ -90,6 +90,13 @@ class Settings(BaseSettings):
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )
 
+    # --- Observability ---------------------------------------------------------------------
+    metrics_address: str = Field(
+        default="", description="host:port for Prometheus /metrics of this process; empty: none."
+    )
+    log_format: Literal["text", "json"] = Field(default="text", description="json: one JSON object per line.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
 
