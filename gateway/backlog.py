@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import redis
 import redis.asyncio as aioredis
 
 from holistic.errors import Backpressure, Unavailable
@@ -34,6 +35,7 @@ class BacklogMonitor:
         keys: Keys,
         families: list[str],
         cap: int,
+        shards: int = 1,
         interval_s: float = 0.25,
         on_health: Callable[[bool], Awaitable[None]] | None = None,
     ) -> None:
@@ -41,6 +43,7 @@ class BacklogMonitor:
         self.keys = keys
         self.families = families
         self.cap = cap
+        self.shards = shards
         self.interval_s = interval_s
         self.on_health = on_health
         self.backlog = 0
@@ -50,28 +53,35 @@ class BacklogMonitor:
         self._task: asyncio.Task[None] | None = None
 
     async def poll(self) -> None:
+        """One look at every shard: per family, lag + pending summed over shards."""
+        per_family: dict[str, list[int]] = {f: [0, 0] for f in self.families}
+        dead = 0
         try:
-            groups = await self.r.xinfo_groups(self.keys.stream)
-            length = await self.r.xlen(self.keys.stream) if groups else 0
-            DEAD_LETTERS.set(await self.r.xlen(self.keys.dead_letters))
+            for shard in range(self.shards):
+                stream = self.keys.stream_for(shard)
+                try:
+                    groups = await self.r.xinfo_groups(stream)
+                except redis.ResponseError as exc:  # no stream yet: nothing queued there
+                    if "no such key" not in str(exc).lower():
+                        raise
+                    continue
+                length = await self.r.xlen(stream) if groups else 0
+                dead += await self.r.xlen(self.keys.dead_letters_for(shard))
+                for g in groups:
+                    name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
+                    if name in per_family:
+                        per_family[name][0] += int(g["lag"]) if g.get("lag") is not None else length
+                        per_family[name][1] += int(g.get("pending", 0))
         except RETRYABLE as exc:
             await self._set_health(False, exc)
             return
-        except Exception as exc:  # no stream yet: nothing queued
-            if "no such key" not in str(exc).lower():
-                raise
-            groups, length = [], 0
         worst = 0
-        for g in groups:
-            name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
-            if name not in self.families:
-                continue
-            lag = int(g["lag"]) if g.get("lag") is not None else length
-            pending = int(g.get("pending", 0))
-            LAG.labels(name).set(lag)
-            PENDING.labels(name).set(pending)
-            BACKLOG.labels(name).set(lag + pending)
-            worst = max(worst, pending + lag)
+        for family, (lag, pending) in per_family.items():
+            LAG.labels(family).set(lag)
+            PENDING.labels(family).set(pending)
+            BACKLOG.labels(family).set(lag + pending)
+            worst = max(worst, lag + pending)
+        DEAD_LETTERS.set(dead)
         now = time.monotonic()
         if self._last is not None and now > self._last[0]:
             drained = self._last[1] - worst

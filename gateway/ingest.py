@@ -25,6 +25,7 @@ from holistic.scripts import Scripts
 from holistic.settings import Settings
 from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest, SubmitPredictionsResponse
+from holistic.workqueue import shard_of
 
 
 def parse_request(raw: bytes) -> SubmitPredictionsRequest:
@@ -82,9 +83,14 @@ class Ingestor:
             tenant=tenant,
         )
         header.accept_time.FromMilliseconds(int(accept_ms))
-        await self.r.xadd(self.keys.stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
-        pipe = self.r.pipeline(transaction=False)
-        await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=pipe)
-        pipe.sadd(self.keys.models(tenant), public)
-        await pipe.execute()
+        stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
+        await self.r.xadd(stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
+        if self.settings.redis_cluster:  # a cluster pipeline cannot run scripts: two round trips
+            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)])
+            await self.r.sadd(self.keys.models(tenant), public)
+        else:
+            pipe = self.r.pipeline(transaction=False)
+            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=pipe)
+            pipe.sadd(self.keys.models(tenant), public)
+            await pipe.execute()
         return response

@@ -46,9 +46,10 @@ class Gateway:
         """Every deployed family's group exists before the first batch, so nothing is trimmed early."""
         client = sync_client(self.settings)
         try:
-            queue = WorkQueue(client, Keys(self.settings.key_prefix))
-            for family in self.settings.families:
-                queue.ensure_group(family)
+            for shard in range(self.settings.queue_shards):
+                queue = WorkQueue(client, Keys(self.settings.key_prefix), shard=shard)
+                for family in self.settings.families:
+                    queue.ensure_group(family)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.error("redis unreachable at start (%s); groups will be created by the workers", exc)
         finally:
@@ -75,7 +76,7 @@ class Gateway:
             await self.health.set("", state)
 
         self.backlog = BacklogMonitor(
-            self.r, Keys(s.key_prefix), list(s.families), s.backlog_max_batches, on_health=on_health
+            self.r, Keys(s.key_prefix), list(s.families), s.backlog_max_batches, s.queue_shards, on_health=on_health
         )
         reader = ProfileReader(self.r, s)
         self.hub = WatchHub(self.r, reader)

@@ -147,22 +147,27 @@ def dlq() -> None:
     """Inspect and replay dead-lettered batches."""
 
 
-@dlq.command("list")
-@click.option("--count", default=100, show_default=True)
-def dlq_list(count: int) -> None:
-    """Dead letters: which family gave up on which batch, and why."""
+def _queues(settings: Settings) -> list:  # type: ignore[type-arg]
     from holistic.keys import Keys
     from holistic.redis_conn import sync_client
     from holistic.workqueue import WorkQueue
 
+    client, keys = sync_client(settings), Keys(settings.key_prefix)
+    return [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
+
+
+@dlq.command("list")
+@click.option("--count", default=100, show_default=True, help="Per queue shard.")
+def dlq_list(count: int) -> None:
+    """Dead letters: which family gave up on which batch, and why."""
     settings = _settings()
-    queue = WorkQueue(sync_client(settings), Keys(settings.key_prefix))
-    table = Table(title=f"dead letters ({queue.keys.dead_letters})")
-    for col in ("id", "family", "model", "seq", "deliveries", "reason"):
+    table = Table(title="dead letters")
+    for col in ("id", "shard", "family", "model", "seq", "deliveries", "reason"):
         table.add_column(col)
-    for dl_id, info in queue.dead_letters(count):
-        table.add_row(dl_id, info.get("group", ""), info.get("m", ""), info.get("s", ""),
-                      info.get("deliveries", ""), info.get("reason", ""))  # fmt: skip
+    for queue in _queues(settings):
+        for dl_id, info in queue.dead_letters(count):
+            table.add_row(dl_id, str(queue.shard), info.get("group", ""), info.get("m", ""), info.get("s", ""),
+                          info.get("deliveries", ""), info.get("reason", ""))  # fmt: skip
     Console().print(table)
 
 
@@ -171,24 +176,26 @@ def dlq_list(count: int) -> None:
 @click.option("--all", "replay_all", is_flag=True, help="Replay every dead letter.")
 def dlq_replay(ids: tuple[str, ...], replay_all: bool) -> None:
     """Put dead letters back on the work stream (safe: applied families skip them)."""
-    from holistic.keys import Keys
-    from holistic.redis_conn import sync_client
-    from holistic.workqueue import WorkQueue
-
     settings = _settings()
-    queue = WorkQueue(sync_client(settings), Keys(settings.key_prefix))
-    targets = [i for i, _ in queue.dead_letters(1_000_000)] if replay_all else list(ids)
-    if not targets:
+    queues = _queues(settings)
+    if not ids and not replay_all:
         err.print("nothing to replay: give dead-letter ids or --all")
         sys.exit(1)
-    missing = 0
-    for dl_id in targets:
-        new_id = queue.replay(dl_id)
-        if new_id is None:
-            missing += 1
-            err.print(f"no dead letter {dl_id}")
-        else:
-            click.echo(f"{dl_id} -> {new_id}")
+    wanted = None if replay_all else set(ids)
+    replayed: set[str] = set()
+    for queue in queues:
+        for dl_id, _ in queue.dead_letters(1_000_000):
+            if wanted is not None and dl_id not in wanted:
+                continue
+            new_id = queue.replay(dl_id)
+            if new_id is not None:
+                replayed.add(dl_id)
+                click.echo(f"{dl_id} -> {new_id}")
+    missing = sorted((wanted or set()) - replayed)
+    for dl_id in missing:
+        err.print(f"no dead letter {dl_id}")
+    if not replayed and replay_all:
+        err.print("no dead letters")
     sys.exit(1 if missing else 0)
 
 

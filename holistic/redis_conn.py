@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 import redis.asyncio as aioredis
+import redis.asyncio.cluster as aiocluster
+import redis.cluster
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
@@ -33,24 +37,24 @@ def _tls(settings: Settings) -> dict[str, object]:
     return out
 
 
-def sync_client(settings: Settings, **kwargs: object) -> redis.Redis:
-    return redis.Redis.from_url(
-        _url(settings),
-        **_tls(settings),  # type: ignore[arg-type]
-        socket_timeout=kwargs.pop("socket_timeout", 30.0),  # type: ignore[arg-type]
-        socket_connect_timeout=5.0,
-        health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
-        **kwargs,  # type: ignore[arg-type]
-    )
+def sync_client(settings: Settings, **kwargs: Any) -> redis.Redis:
+    """A client for one Redis, or for a Redis Cluster (HOLISTIC_REDIS_CLUSTER) from any node's URL."""
+    common: dict[str, Any] = {
+        **_tls(settings),
+        "socket_timeout": kwargs.pop("socket_timeout", 30.0),
+        "socket_connect_timeout": 5.0,
+        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
+        **kwargs,
+    }
+    if settings.redis_cluster:
+        return redis.cluster.RedisCluster.from_url(_url(settings), **common)  # type: ignore[return-value]
+    return redis.Redis.from_url(_url(settings), health_check_interval=30, **common)
 
 
-def async_client(settings: Settings, **kwargs: object) -> aioredis.Redis:
+def async_client(settings: Settings, **kwargs: Any) -> aioredis.Redis:
+    common: dict[str, Any] = {**_tls(settings), "socket_connect_timeout": 5.0, **kwargs}
+    if settings.redis_cluster:
+        return aiocluster.RedisCluster.from_url(_url(settings), **common)  # type: ignore[return-value]
     return aioredis.Redis.from_url(
-        _url(settings),
-        **_tls(settings),  # type: ignore[arg-type]
-        socket_connect_timeout=5.0,
-        health_check_interval=30,
-        max_connections=kwargs.pop("max_connections", 256),  # type: ignore[arg-type]
-        **kwargs,  # type: ignore[arg-type]
+        _url(settings), health_check_interval=30, max_connections=common.pop("max_connections", 256), **common
     )

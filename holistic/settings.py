@@ -43,6 +43,10 @@ class Settings(BaseSettings):
         description="strict: a batch is acknowledged only once on disk (appendfsync always, or WAITAOF >= 7.2).",
     )
     key_prefix: str = Field(default="hl", pattern=r"^[a-z][a-z0-9_]{0,15}$")
+    redis_cluster: bool = Field(default=False, description="REDIS_URL names a node of a Redis Cluster.")
+    queue_shards: int = Field(
+        default=1, ge=1, le=1024, description="Work stream shards (a model's batches stay in one); fix at deploy."
+    )
 
     # --- Gateway ---------------------------------------------------------------------------
     gateway_address: str = "127.0.0.1:50051"
