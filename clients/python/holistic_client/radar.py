@@ -49,9 +49,7 @@ def radar_data(profiles: Sequence[pp.Profile]) -> tuple[list[str], list[Series]]
     series = []
     for p in profiles:
         by_kind = {d.kind: d for d in p.dimensions}
-        values = tuple(
-            by_kind[k].score if k in by_kind and by_kind[k].HasField("score") else None for k in kinds
-        )
+        values = tuple(by_kind[k].score if k in by_kind and by_kind[k].HasField("score") else None for k in kinds)
         series.append(Series(p.model, values, p.counts.window_predictions))
     return [axis_name(k) for k in kinds], series
 
