@@ -7,6 +7,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 from tests.conftest import drain
 from tests.factories import prediction
@@ -114,3 +115,12 @@ def test_events_stream_a_fresh_profile_when_a_batch_is_applied(make_gateway, liv
             break
     assert submitted and seen[-1] == 5
     client.close()
+
+
+def test_the_vendored_chart_library_is_the_pinned_npm_release():
+    web = Path(__file__).resolve().parents[2] / "clients" / "web"
+    pinned = json.loads((web / "package.json").read_text())["devDependencies"]["chart.js"]
+    locked = json.loads((web / "package-lock.json").read_text())["packages"]["node_modules/chart.js"]["version"]
+    vendored = (web / "holistic_dashboard" / "static" / "vendor" / "chart.umd.min.js").read_text()[:200]
+    assert pinned == locked and f"Chart.js v{pinned}\n" in vendored
+    assert "MIT License" in (web / "holistic_dashboard" / "static" / "vendor" / "chart.js.LICENSE.md").read_text()

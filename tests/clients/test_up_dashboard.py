@@ -66,3 +66,8 @@ def test_compose_runs_the_dashboard_against_the_gateway():
     assert "gateway" in service["depends_on"] and service["ports"] == ["127.0.0.1:8765:8765"]
     assert service["environment"]["HOLISTIC_TOKEN"] == "${HOLISTIC_DASHBOARD_TOKEN:-}"
     assert CliRunner().invoke(main, [*service["command"], "--help"]).exit_code == 0
+
+
+def test_the_image_carries_the_dashboard_package():
+    dockerfile = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text()
+    assert "COPY clients/web/holistic_dashboard ./clients/web/holistic_dashboard" in dockerfile
