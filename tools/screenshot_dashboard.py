@@ -1,7 +1,7 @@
 """Screenshot a running dashboard with Debian's headless Chromium (the README's docs/dashboard.png).
 
-    holistic up --demo --keep-running --dashboard-address 127.0.0.1:8765 &
-    .venv/bin/python tools/screenshot_dashboard.py "http://127.0.0.1:8765/?window=1h" docs/dashboard.png
+holistic up --demo --keep-running --dashboard-address 127.0.0.1:8765 &
+.venv/bin/python tools/screenshot_dashboard.py "http://127.0.0.1:8765/?window=1h" docs/dashboard.png
 """
 
 from __future__ import annotations
