@@ -131,6 +131,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     closing = request.app[CLOSING]
     try:
         async with sse_response(request, headers={"Cache-Control": "no-cache"}) as resp:
+            resp.ping_interval = 5  # a closed page is noticed within seconds, and its watches end
             while resp.is_connected() and not closing.is_set():  # a closed page shows as a failed ping
                 try:
                     event, data = await asyncio.wait_for(queue.get(), timeout=1.0)

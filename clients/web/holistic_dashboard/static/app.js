@@ -62,10 +62,14 @@ async function refreshCompare() {
     : `${$("window").selectedOptions[0].textContent} against the one before it`;
   if (state.window === "all" || models.length === 0) { renderCompare($("compare"), [], state.window); return; }
   const results = await Promise.all(models.map(async (model) => {
-    const reply = await fetch(`/api/compare?model=${encodeURIComponent(model)}&window=${state.window}`);
-    const body = await reply.json();
-    if (!reply.ok) return { model, error: `${body.error.code}: ${body.error.message}` };
-    return { model, ...body };
+    try {
+      const reply = await fetch(`/api/compare?model=${encodeURIComponent(model)}&window=${state.window}`);
+      const body = await reply.json();
+      if (!reply.ok) return { model, error: `${body.error.code}: ${body.error.message}` };
+      return { model, ...body };
+    } catch (err) { // the dashboard itself is unreachable: EventSource shows "reconnecting…"
+      return { model, error: `no answer from the dashboard (${err.message})` };
+    }
   }));
   renderCompare($("compare"), results, state.window);
   document.body.dataset.compared = String(Number(document.body.dataset.compared || 0) + 1);
