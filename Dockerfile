@@ -8,6 +8,7 @@ COPY holistic ./holistic
 COPY gateway ./gateway
 COPY metric_services ./metric_services
 COPY clients/python ./clients/python
+COPY clients/web/holistic_dashboard ./clients/web/holistic_dashboard
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from holistic.errors import ConfigError
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
-from holistic_client.cli import COMMANDS
+from holistic_client.cli import COMMANDS, target_option, token_option
 
 err = Console(stderr=True)
 
@@ -45,7 +45,16 @@ def main() -> None:
 @click.option("--keep-running", is_flag=True, help="With --demo: keep serving afterwards.")
 @click.option("--address", default=None, help="Gateway host:port (default HOLISTIC_GATEWAY_ADDRESS).")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="Where the private Redis keeps data.")
-def up(demo: bool, keep_running: bool, address: str | None, data_dir: Path | None) -> None:
+@click.option("--dashboard-address", default=None, help="Dashboard host:port (default HOLISTIC_DASHBOARD_ADDRESS).")
+@click.option("--no-dashboard", is_flag=True, help="Do not start the web dashboard.")
+def up(
+    demo: bool,
+    keep_running: bool,
+    address: str | None,
+    data_dir: Path | None,
+    dashboard_address: str | None,
+    no_dashboard: bool,
+) -> None:
     """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor."""
     from holistic import up as up_mod
 
@@ -59,10 +68,17 @@ def up(demo: bool, keep_running: bool, address: str | None, data_dir: Path | Non
             data_dir = settings.data_dir
     if address is None:
         address = up_mod.free_address() if demo else settings.gateway_address
-    stack = up_mod.Stack(settings, address, data_dir, log_dir=data_dir / "logs" if demo else None)
+    if not no_dashboard and dashboard_address is None:
+        dashboard_address = up_mod.free_address() if demo else settings.dashboard_address
+    stack = up_mod.Stack(
+        settings, address, data_dir, log_dir=data_dir / "logs" if demo else None,
+        dashboard_address=None if no_dashboard else dashboard_address,
+    )  # fmt: skip
     try:
         stack.start()
         err.print(f"[green]holistic is up[/green]: gateway {address}, families {', '.join(settings.families)}")
+        if stack.dashboard_url:
+            err.print(f"dashboard: [link={stack.dashboard_url}]{stack.dashboard_url}[/link]")
         if demo:
             from holistic import demo as demo_mod
 
@@ -112,6 +128,29 @@ def worker(family: str) -> None:
     _logging()
     settings = _settings()
     run_worker(family, settings, sync_client(settings))
+
+
+@main.command()
+@click.option("--address", default=None, help="host:port to serve the page on (default HOLISTIC_DASHBOARD_ADDRESS).")
+@target_option
+@token_option
+def dashboard(address: str | None, target: str, token: str | None) -> None:
+    """Serve the live web dashboard, reading the gateway at --target with --token."""
+    from holistic_dashboard.server import serve
+
+    _logging()
+    settings = _settings()
+
+    def ready(url: str) -> None:
+        err.print(f"dashboard on [link={url}]{url}[/link], reading the gateway at {target}")
+
+    try:
+        asyncio.run(serve(address or settings.dashboard_address, target, token, on_ready=ready))
+    except OSError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        pass
 
 
 @main.command()

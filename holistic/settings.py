@@ -70,6 +70,11 @@ class Settings(BaseSettings):
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )
 
+    # --- Dashboard ---------------------------------------------------------------------------
+    dashboard_address: str = Field(
+        default="127.0.0.1:8765", description="Where `holistic dashboard` (and `holistic up`) serves the page."
+    )
+
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
 

@@ -64,6 +64,7 @@ class Stack:
     address: str
     data_dir: Path
     log_dir: Path | None = None  # None: children log to this terminal
+    dashboard_address: str | None = None  # None: no dashboard
     children: list[Child] = field(default_factory=list)
     redis: EmbeddedRedis | None = None
     redis_url: str = ""
@@ -79,6 +80,10 @@ class Stack:
         self.children = [Child("gateway", [*py, "gateway"])]
         self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.families]
         self.children.append(Child("janitor", [*py, "janitor"]))
+        if self.dashboard_address:
+            self.children.append(
+                Child("dashboard", [*py, "dashboard", "--address", self.dashboard_address, "--target", self.address])
+            )
         for child in self.children:
             self._spawn(child)
         try:
@@ -91,7 +96,13 @@ class Stack:
         env = dict(os.environ)
         env["REDIS_URL"] = self.redis_url
         env["HOLISTIC_GATEWAY_ADDRESS"] = self.address
+        if self.settings.tokens and not env.get("HOLISTIC_TOKEN"):
+            env["HOLISTIC_TOKEN"] = self.settings.tokens[0]  # the dashboard reads the gateway with it
         return env
+
+    @property
+    def dashboard_url(self) -> str | None:
+        return f"http://{self.dashboard_address}/" if self.dashboard_address else None
 
     def _spawn(self, child: Child) -> None:
         out: IO[bytes] | None = None
