@@ -72,6 +72,21 @@ def as_partial(result: dict[int, Stats] | Partial) -> tuple[dict[int, Stats], Pa
     return result, None
 
 
+def one_pass(family: Family, envelope: BatchEnvelope, settings: Settings) -> Stats:
+    """A family's statistics of a whole stream at once, all time: the reference that any batching,
+    order and replica count must reproduce (tests, benchmarks)."""
+    from holistic.instances import aggregate, fold_rows
+
+    by_minute, partial = as_partial(family.compute(envelope, settings))
+    total = Stats()
+    for st in by_minute.values():
+        total.merge(st)
+    if partial is not None:
+        for st in aggregate(partial.spec, fold_rows(partial.spec, partial.rows)).values():
+            total.merge(st)
+    return total
+
+
 class Family(Protocol):
     name: str
     version: str
