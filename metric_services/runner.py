@@ -243,8 +243,14 @@ class Worker:
         raise StateConflict(f"instance state of {w.batch_id} kept changing under {STATE_RETRIES} applies")
 
     def _apply_args(
-        self, w: _Work, by_minute: dict[int, Stats], hashes: dict[str, tuple[int, list[Any]]] | None = None
+        self,
+        w: _Work,
+        by_minute: dict[int, Stats] | None = None,
+        hashes: dict[str, tuple[int, list[Any]]] | None = None,
     ) -> tuple[list[str], list[Any]]:
+        """KEYS and ARGV of apply.lua: the statistics tiers of by_minute (default: the batch's), then
+        any instance-state hashes with their ops."""
+        by_minute = w.by_minute if by_minute is None else by_minute
         model, fam, s = w.entry.model, self.group, self.settings
         tiers: dict[str, tuple[int, Stats]] = {}
         total = Stats()
