@@ -180,6 +180,8 @@ class InstanceStore:
         return list(range(math.floor((now - self.ttl_s) / DAY), math.floor(now / DAY) + 2))
 
     def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float) -> Plan:
+        if not rows:
+            return Plan({}, {})
         now = self.clock()
         days = self.live_days(now)
         shard_keys = [self.keys.instances(model, self.family, d) for d in days]
