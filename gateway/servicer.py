@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from gateway import status
+from gateway import perturb, status
 from gateway.ingest import Ingestor, parse_request
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
@@ -66,6 +66,10 @@ class EvaluationService:
             yield es.WatchProfileResponse(profile=profile)
 
     @status.unary
+    async def Perturb(self, request: es.PerturbRequest, context: grpc.aio.ServicerContext) -> es.PerturbResponse:
+        return await perturb.perturb(request, self.ingestor.settings)
+
+    @status.unary
     async def ListModels(
         self, request: es.ListModelsRequest, context: grpc.aio.ServicerContext
     ) -> es.ListModelsResponse:
@@ -91,6 +95,11 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
                 service.WatchProfile,
                 request_deserializer=es.WatchProfileRequest.FromString,
                 response_serializer=es.WatchProfileResponse.SerializeToString,
+            ),
+            "Perturb": grpc.unary_unary_rpc_method_handler(
+                service.Perturb,
+                request_deserializer=es.PerturbRequest.FromString,
+                response_serializer=es.PerturbResponse.SerializeToString,
             ),
             "ListModels": grpc.unary_unary_rpc_method_handler(
                 service.ListModels,

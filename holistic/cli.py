@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from holistic.errors import ConfigError
+from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
 from holistic_client.cli import COMMANDS, target_option, token_option
 
@@ -212,6 +212,46 @@ def dlq_replay(ids: tuple[str, ...], replay_all: bool) -> None:
         else:
             click.echo(f"{dl_id} -> {new_id}")
     sys.exit(1 if missing else 0)
+
+
+@main.command()
+@click.argument("infile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("outfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--with",
+    "with_",
+    required=True,
+    help="Perturbations, comma separated, options after colons: "
+    "typos:prob=0.05,lowercase,contraction,expansion,space:max_spaces=3,extra_space,"
+    "gender:mode=terms:both=true,person_name,dialect:mapping=FILE.json",
+)
+@click.option("--seed", type=int, default=None, help="Mixed into each id's generator (HELM: str(seed) + id).")
+@click.option("--variants-only", is_flag=True, help="Leave the unperturbed rows out of OUTFILE.")
+def perturb(infile: Path, outfile: Path, with_: str, seed: int | None, variants_only: bool) -> None:
+    """Write perturbed variants of INFILE's predictions (JSON Lines) to OUTFILE, tagged and ready to
+    be answered by the model and submitted."""
+    from google.protobuf import json_format
+
+    from holistic import perturbations as pt
+    from holistic_client.jsonl import read_predictions
+
+    try:
+        perturbers = pt.build(pt.parse_specs(with_), where="--with")
+    except InvalidArgument as exc:
+        for v in exc.violations:
+            err.print(f"[red]{v.field}[/red]: {v.description}")
+        sys.exit(2)
+    lines = list(read_predictions(infile))
+    bad = [ln for ln in lines if ln.prediction is None or not ln.prediction.id]
+    if bad:
+        err.print(f"[red]{len(bad)} lines without a readable prediction with an id[/red], first: line {bad[0].number}")
+        sys.exit(2)
+    rows, unchanged = pt.perturb((ln.prediction for ln in lines), perturbers, seed, not variants_only)  # type: ignore[misc]
+    with outfile.open("w") as fh:
+        for row in rows:
+            fh.write(json_format.MessageToJson(row, indent=None, sort_keys=True) + "\n")
+    variants = len(rows) - (0 if variants_only else len(lines))
+    click.echo(f"{len(lines):,} predictions -> {variants:,} variants ({unchanged:,} unchanged, left out) in {outfile}")
 
 
 for _command in COMMANDS:

@@ -75,6 +75,17 @@ class Settings(BaseSettings):
         default="127.0.0.1:8765", description="Where `holistic dashboard` (and `holistic up`) serves the page."
     )
 
+    # --- calibration, robustness and fairness ---------------------------------------------------
+    instance_ttl_s: int = Field(
+        default=2 * 86_400, ge=3600, description="Per-instance state (perturbation joins) lives TTL to TTL + 1 day."
+    )
+    instance_cap: int = Field(default=1_000_000, ge=1, description="Live instances per model and family.")
+    max_group_keys: int = Field(default=16, ge=1, description="Distinct `groups` keys per model (ingest).")
+    max_group_values: int = Field(default=64, ge=1, description="Distinct values per `groups` key per model.")
+    fairness_min_group_count: int = Field(
+        default=30, ge=1, description="Predictions a group needs to enter max gap, ratio and the fairness axis."
+    )
+
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 from holistic.v1 import prediction_pb2 as pb
@@ -81,3 +82,42 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
             t.add_row(m.name, _metric_text(m), f"{m.count:,}")
         out.append(t)
     return out
+
+
+def _named(metrics: Sequence[pp.Metric], prefix: str) -> pp.Metric | None:
+    return next((m for m in metrics if m.name.startswith(prefix)), None)
+
+
+def trust_table(profiles: Sequence[pp.Profile], title: str = "calibration, robustness, fairness") -> Table:
+    """The raw numbers behind three axes, side by side: ECE, worst cases per perturbation, worst group."""
+    table = Table(
+        title=title, caption="worst = HELM's min over the original and its variants; gap = best - worst group"
+    )
+    for col in ("model", "ece_10_bin", "robustness (worst per perturbation)", "counterfactual", "worst group (gap)"):
+        table.add_column(col)
+    for p in profiles:
+        dims = {d.kind: d for d in p.dimensions}
+        cal, rob, fair = (dims.get(k) for k in (2, 3, 4))
+        ece = _named(cal.metrics, "ece_10_bin") if cal else None
+        worst = [m for m in rob.metrics if m.name.endswith("_worst")] if rob else []
+        fair_worst = [m for m in fair.metrics if m.name.endswith("_worst")] if fair else []
+        cf = _named(fair.metrics, "counterfactual") if fair else None
+        group = _named(fair.metrics, "worst_group") if fair else None
+        gaps = {g.key: g.max_gap for g in p.groups}
+        key = group.name.split("[", 1)[1].split("=", 1)[0] if group else ""
+        table.add_row(
+            p.model,
+            f"{ece.value:.3f}{' *' if cal and cal.low_confidence else ''}" if ece else "—",
+            ", ".join(f"{m.name.removesuffix('_worst')} {m.value:.3f}" for m in worst) or "—",
+            (
+                f"{cf.value:.3f} ("
+                + ", ".join(f"{m.name.removesuffix('_worst')} {m.value:.3f}" for m in fair_worst)
+                + ")"
+            )
+            if cf
+            else "—",
+            escape(f"{group.name.removeprefix('worst_group')} {group.value:.3f} (gap {gaps.get(key, 0):.3f})")
+            if group
+            else "—",
+        )
+    return table
