@@ -38,7 +38,7 @@ def matrix_cell(driver, model: str, col: str) -> str:
 
 
 def test_page_shows_the_radar_and_updates_live(make_gateway, live_workers, make_dashboard, browser):
-    gw = make_gateway(tokens=[TOKEN])
+    gw = make_gateway(tokens=[TOKEN], families="accuracy,efficiency")
     client = gw.client(TOKEN)
     # m-a: 4 right of 4, latencies 0.5 s (within the 2 s objective); m-b: 1 right of 4, 3 s;
     # m-c: 2 right of 4, no timing (efficiency absent).
