@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 REGISTRY = {
     "accuracy": "metric_services.accuracy",
     "efficiency": "metric_services.efficiency",
+    "summarization": "metric_services.summarization",
 }
 
 

