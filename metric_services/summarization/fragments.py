@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|\w+|[^\w\s]")
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|\w+|\S")  # \S after \w+: any other non-space character
 
 
 class FragmentStats(NamedTuple):
@@ -43,9 +43,11 @@ def tokenize(text: str) -> list[str]:
 
 def fragment_lengths(summary: list[str], source: list[str]) -> list[int]:
     """Lengths of the greedy extractive fragments of summary in source, in summary order."""
+    wanted = set(summary)
     positions: dict[str, list[int]] = {}
     for j, tok in enumerate(source):
-        positions.setdefault(tok, []).append(j)
+        if tok in wanted:
+            positions.setdefault(tok, []).append(j)
     n_s, n_a = len(summary), len(source)
     out: list[int] = []
     i = 0
