@@ -155,7 +155,7 @@ def encoder_for(settings: Settings) -> Availability:
     model = str(settings.summarization_model or "")
     try:
         return Availability(_load(model, settings.summarization_embed_threads, settings.summarization_embed_batch), "")
-    except (ImportError, OSError, ConfigError) as exc:
+    except Exception as exc:  # ImportError, OSError, ConfigError, and onnxruntime's errors (plain Exceptions)
         if mode == "on":
             raise ConfigError(
                 f"HOLISTIC_SUMMARIZATION_SEMANTIC=on but the sentence-embedding model cannot be loaded: {exc} "

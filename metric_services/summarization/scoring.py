@@ -26,7 +26,7 @@ import sacrebleu
 from holistic.families import prediction_minute
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.stats import Stats
+from holistic.stats import HIST_SUFFIX, Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.summarization import corpus_scores, rouge
 from metric_services.summarization.encoder import encoder_for
@@ -169,6 +169,6 @@ def _emit(st: Stats, scn: str, acc: Stats) -> None:
         st.add(f"{scn}|{f}", v)
     for f, bins in acc.hists.items():
         for b, n in bins.items():
-            st.bump(f"{scn}|{f.removesuffix('|hist')}", b, n)
+            st.bump(f"{scn}|{f.removesuffix(HIST_SUFFIX)}", b, n)
     if acc.ints.get("ref|n"):
         st.bump("impl", f"sacrebleu:{sacrebleu.__version__}", acc.ints["ref|n"])

@@ -96,3 +96,13 @@ def test_settings_switch_it(tmp_path):
     assert auto.encoder is None and auto.reason.startswith("unavailable")
     with pytest.raises(ConfigError, match="HOLISTIC_SUMMARIZATION_SEMANTIC=on"):
         enc.encoder_for(load_settings(redis_url="unix:///x", summarization_model=missing, summarization_semantic="on"))
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"not a model")
+    broken = enc.encoder_for(load_settings(redis_url="unix:///x", summarization_model=garbage))
+    assert broken.encoder is None and "INVALID_PROTOBUF" in broken.reason
+
+
+def test_a_worker_with_semantic_on_and_no_model_fails_at_start(make_settings, make_worker, tmp_path):
+    bad = make_settings(summarization_semantic="on", summarization_model=tmp_path / "absent.onnx")
+    with pytest.raises(ConfigError, match="cannot be loaded"):
+        make_worker("summarization", bad)
