@@ -102,8 +102,9 @@ class SummarizationFamily:
     def signature_of(self, stats: Folded, settings: Settings) -> MetricSignature:
         """How the numbers were made, from what the workers recorded (sacrebleu version, model hash)."""
         nrefs = [int(k.rsplit("|", 1)[1]) for k in stats if k.count("|") == 2 and k.split("|")[1] == "nrefs"]
-        bleu_sig, chrf_sig = corpus_scores.signatures(nrefs or [1])
         impl = stats.with_prefix("impl|")
+        versions = sorted(k.split(":", 1)[1] for k in impl if k.startswith("sacrebleu:"))
+        bleu_sig, chrf_sig = corpus_scores.signatures(nrefs or [1], versions)
         models = sorted((k[len("model:") :] for k in impl if k.startswith("model:")), key=lambda h: -impl[f"model:{h}"])
         options = {
             "rouge": "rouge-score-0.1.2|porter-stem|max-over-references|rougeL:sentence-lcs",

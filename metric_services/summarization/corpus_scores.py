@@ -145,14 +145,18 @@ def chrf_from_stats(stats: Sequence[float]) -> float:
     return float(_CHRF._compute_score_from_stats([round(x) for x in stats]).score)
 
 
-def signatures(nrefs: Iterable[int]) -> tuple[str, str]:
-    """sacrebleu's BLEU and chrF signatures for a window whose predictions had these reference counts."""
+def signatures(nrefs: Iterable[int], versions: Sequence[str] = ()) -> tuple[str, str]:
+    """sacrebleu's BLEU and chrF signatures for a window whose predictions had these reference counts,
+    with the sacrebleu versions the workers ran (joined by "+" if they differed) when known."""
     counts = set(nrefs)
     num_refs = counts.pop() if len(counts) == 1 else -1
     out = []
     for metric in (BLEU(force=True), CHRF()):
         metric.num_refs = num_refs
-        out.append(metric.get_signature().format())
+        signature = metric.get_signature()
+        if versions:
+            signature.update("version", "+".join(versions))
+        out.append(signature.format())
     return out[0], out[1]
 
 

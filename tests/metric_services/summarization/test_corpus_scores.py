@@ -82,6 +82,10 @@ def test_equal_to_sacrebleu_on_the_whole_window_whatever_the_batching():
         corpus_scores.signatures([1, 1])[0]
         == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
     )
+    # the versions the workers recorded win over the folding process's own
+    assert corpus_scores.signatures([2], ["2.4.0", "2.6.0"])[1] == (
+        "nrefs:2|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0+2.6.0"
+    )
 
 
 def test_segment_statistics_equal_sacrebleus_own_extraction():
