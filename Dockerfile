@@ -9,7 +9,7 @@ COPY gateway ./gateway
 COPY metric_services ./metric_services
 COPY clients/python ./clients/python
 COPY clients/web/holistic_dashboard ./clients/web/holistic_dashboard
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[semantic]"
 
 FROM python:3.11-slim
 RUN useradd --system --uid 10001 holistic

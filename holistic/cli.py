@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from holistic.errors import ConfigError, InvalidArgument
@@ -127,7 +128,11 @@ def worker(family: str) -> None:
 
     _logging()
     settings = _settings()
-    run_worker(family, settings, sync_client(settings))
+    try:
+        run_worker(family, settings, sync_client(settings))
+    except ConfigError as exc:  # e.g. a model the family needs at start cannot be loaded
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
 
 
 @main.command()

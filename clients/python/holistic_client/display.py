@@ -47,6 +47,26 @@ def _metric_text(m: pp.Metric) -> str:
     return text
 
 
+def family_table(profiles: Sequence[pp.Profile], family: str, names: Sequence[str]) -> Table | None:
+    """One family's metrics side by side: a row per model, a column per metric (— where absent)."""
+    reports = {p.model: next((f for f in p.families if f.family == family), None) for p in profiles}
+    if not any(reports.values()):
+        return None
+    caption = next((r.signature.text for r in reports.values() if r is not None), "")
+    table = Table(title=f"{family} (family report)", caption=caption)
+    table.add_column("model", style="bold")
+    for name in names:
+        table.add_column(name, justify="right")
+    for model, report in reports.items():
+        metrics = {m.name: m for m in report.metrics} if report is not None else {}
+        cells = [f"{metrics[n].value:.4g}" if n in metrics else "[dim]—[/dim]" for n in names]
+        table.add_row(model, *cells)
+    absent = {k: v for r in reports.values() if r is not None for k, v in r.absent_metrics.items()}
+    for name, why in sorted(absent.items()):
+        table.caption = f"{table.caption}\n{name} absent: {why}"
+    return table
+
+
 def detail_tables(profile: pp.Profile) -> list[Table]:
     """Axes with their reasons, scenarios, and each family's metrics and signature."""
     axes = Table(title=f"{profile.model}: dimensions")
