@@ -205,6 +205,6 @@ def recalibrated(points: Points, coef: float, intercept: float) -> Points:
     """The points with Platt-scaled confidences (grid cells as their mean: approximate)."""
     p = np.clip(points.value, CLIP, 1 - CLIP)
     z = coef * np.log(p / (1 - p)) + intercept
-    value = 1.0 / (1.0 + np.exp(-z))
+    value = np.exp(-np.logaddexp(0.0, -z))  # 1 / (1 + e^-z) without overflow for very negative z
     order = np.argsort(value, kind="stable")
     return Points(value[order], points.n[order], points.y[order], value[order] * points.n[order])
