@@ -8,7 +8,8 @@ COPY holistic ./holistic
 COPY gateway ./gateway
 COPY metric_services ./metric_services
 COPY clients/python ./clients/python
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+COPY clients/web/holistic_dashboard ./clients/web/holistic_dashboard
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[semantic]"
 
 FROM python:3.11-slim
 RUN useradd --system --uid 10001 holistic

@@ -25,6 +25,7 @@ from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 
 BATCH = 500
 FAMILIES = ("accuracy", "efficiency")
+ENV = {"HOLISTIC_BACKLOG_MAX_BATCHES": "100000", "HOLISTIC_FAMILIES": ",".join(FAMILIES)}
 
 
 async def _submit(address: str, payloads: list[bytes], concurrency: int) -> None:
@@ -49,7 +50,7 @@ def run_once(n: int, tag: str) -> tuple[float, float]:
     payloads = requests(n // BATCH, BATCH, model=f"e2e{tag}", tag=tag)
     total = len(payloads) * BATCH
     with private_redis(persist=True) as url, processes(
-        url, ["gateway"], *(["worker", f] for f in FAMILIES), env={"HOLISTIC_BACKLOG_MAX_BATCHES": "100000"}
+        url, ["gateway"], *(["worker", f] for f in FAMILIES), env=ENV
     ) as address:  # fmt: skip
         load = mp.Process(target=_load, args=(address, payloads))
         start = now()

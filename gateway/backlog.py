@@ -51,6 +51,7 @@ class BacklogMonitor:
         self.drain_per_s = 0.0
         self._last: tuple[float, int] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def poll(self) -> None:
         """One look at every shard: per family, lag + pending summed over shards."""
@@ -112,7 +113,7 @@ class BacklogMonitor:
             raise Backpressure.backlog(min(max(retry, MIN_RETRY_S), MAX_RETRY_S), self.backlog, self.cap)
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:  # a flag as well as cancel(): redis-py can swallow a CancelledError
             try:
                 await self.poll()
             except Exception:
@@ -124,6 +125,7 @@ class BacklogMonitor:
         self._task = asyncio.create_task(self._run(), name="backlog-monitor")
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

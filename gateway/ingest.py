@@ -37,6 +37,16 @@ def parse_request(raw: bytes) -> SubmitPredictionsRequest:
         ) from exc
 
 
+def group_tags(request: SubmitPredictionsRequest) -> dict[str, dict[str, int]]:
+    """key -> value -> index of the first prediction carrying it, in order of appearance."""
+    tags: dict[str, dict[str, int]] = {}
+    for i, p in enumerate(request.predictions):
+        if p.groups:
+            for key, value in p.groups.items():
+                tags.setdefault(key, {}).setdefault(value, i)
+    return tags
+
+
 class Ingestor:
     def __init__(self, r: aioredis.Redis, settings: Settings, backlog: BacklogMonitor, quotas: Quotas) -> None:
         self.r = r
@@ -56,6 +66,7 @@ class Ingestor:
         self.backlog.check()
         n = len(request.predictions)
         await self.quotas.admit(tenant, n)
+        await self._register_groups(model, request)
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
         ingest_key = self.keys.ingest(model, request.batch_id)
         is_new, seq, stored, state, count, accept_ms = await self.scripts.ingest(
@@ -94,3 +105,29 @@ class Ingestor:
             pipe.sadd(self.keys.models(tenant), public)
             await pipe.execute()
         return response
+
+    async def _register_groups(self, model: str, request: SubmitPredictionsRequest) -> None:
+        """Cap the distinct group keys and values per model (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the
+        fairness statistics stay bounded; a batch past a cap is refused whole, naming the field."""
+        tags = group_tags(request)
+        if not tags:
+            return
+        s = self.settings
+        args: list[str | int] = [s.max_group_keys, s.max_group_values]
+        for key, values in tags.items():
+            args += [key, len(values), *values]
+        keys = [self.keys.group_keys(model)] + [self.keys.group_values(model, k) for k in tags]
+        reply = await self.scripts.groups(keys=keys, args=args)
+        if int(reply[0]) == 0:
+            return
+        key = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
+        if int(reply[0]) == 1:
+            i = min(tags[key].values())
+            why = f"would be group key number {s.max_group_keys + 1} of model {model!r}; at most "
+            why += f"{s.max_group_keys} distinct keys (HOLISTIC_MAX_GROUP_KEYS)"
+        else:
+            value = reply[2].decode() if isinstance(reply[2], bytes) else reply[2]
+            i = tags[key][value]
+            why = f"value {value!r} would be distinct value number {s.max_group_values + 1} of group key "
+            why += f"{key!r} for model {model!r}; at most {s.max_group_values} (HOLISTIC_MAX_GROUP_VALUES)"
+        raise InvalidArgument([FieldViolation(f"predictions[{i}].groups[{key!r}]", why)])

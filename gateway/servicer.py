@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import grpc
 import redis
 
-from gateway import status
+from gateway import perturb, status
 from gateway.auth import bearer_token
 from gateway.ingest import Ingestor, parse_request
 from gateway.profiles import ProfileReader, WindowSpec
@@ -106,6 +106,10 @@ class EvaluationService:
             yield es.WatchProfileResponse(profile=profile)
 
     @status.unary
+    async def Perturb(self, request: es.PerturbRequest, context: grpc.aio.ServicerContext) -> es.PerturbResponse:
+        return await perturb.perturb(request, self.ingestor.settings)
+
+    @status.unary
     async def ListModels(
         self, request: es.ListModelsRequest, context: grpc.aio.ServicerContext
     ) -> es.ListModelsResponse:
@@ -131,6 +135,11 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
                 service.WatchProfile,
                 request_deserializer=es.WatchProfileRequest.FromString,
                 response_serializer=es.WatchProfileResponse.SerializeToString,
+            ),
+            "Perturb": grpc.unary_unary_rpc_method_handler(
+                service.Perturb,
+                request_deserializer=es.PerturbRequest.FromString,
+                response_serializer=es.PerturbResponse.SerializeToString,
             ),
             "ListModels": grpc.unary_unary_rpc_method_handler(
                 service.ListModels,

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from holistic.errors import ConfigError
+from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
-from holistic_client.cli import COMMANDS
+from holistic_client.cli import COMMANDS, target_option
 
 err = Console(stderr=True)
 
@@ -43,7 +44,16 @@ def main() -> None:
 @click.option("--keep-running", is_flag=True, help="With --demo: keep serving afterwards.")
 @click.option("--address", default=None, help="Gateway host:port (default HOLISTIC_GATEWAY_ADDRESS).")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="Where the private Redis keeps data.")
-def up(demo: bool, keep_running: bool, address: str | None, data_dir: Path | None) -> None:
+@click.option("--dashboard-address", default=None, help="Dashboard host:port (default HOLISTIC_DASHBOARD_ADDRESS).")
+@click.option("--no-dashboard", is_flag=True, help="Do not start the web dashboard.")
+def up(
+    demo: bool,
+    keep_running: bool,
+    address: str | None,
+    data_dir: Path | None,
+    dashboard_address: str | None,
+    no_dashboard: bool,
+) -> None:
     """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor."""
     from holistic import up as up_mod
 
@@ -57,10 +67,17 @@ def up(demo: bool, keep_running: bool, address: str | None, data_dir: Path | Non
             data_dir = settings.data_dir
     if address is None:
         address = up_mod.free_address() if demo else settings.gateway_address
-    stack = up_mod.Stack(settings, address, data_dir, log_dir=data_dir / "logs" if demo else None)
+    if not no_dashboard and dashboard_address is None:
+        dashboard_address = up_mod.free_address() if demo else settings.dashboard_address
+    stack = up_mod.Stack(
+        settings, address, data_dir, log_dir=data_dir / "logs" if demo else None,
+        dashboard_address=None if no_dashboard else dashboard_address,
+    )  # fmt: skip
     try:
         stack.start()
         err.print(f"[green]holistic is up[/green]: gateway {address}, families {', '.join(settings.families)}")
+        if stack.dashboard_url:
+            err.print(f"dashboard: [link={stack.dashboard_url}]{stack.dashboard_url}[/link]")
         if demo:
             from holistic import demo as demo_mod
 
@@ -109,7 +126,36 @@ def worker(family: str) -> None:
 
     settings = _settings()
     _logging(settings)
-    run_worker(family, settings, sync_client(settings))
+    try:
+        run_worker(family, settings, sync_client(settings))
+    except ConfigError as exc:  # e.g. a model the family needs at start cannot be loaded
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
+
+
+@main.command()
+@click.option("--address", default=None, help="host:port to serve the page on (default HOLISTIC_DASHBOARD_ADDRESS).")
+@target_option
+@click.option(
+    "--token", envvar=["HOLISTIC_DASHBOARD_TOKEN", "HOLISTIC_TOKEN"], default=None, help="Bearer token for the gateway."
+)
+def dashboard(address: str | None, target: str, token: str | None) -> None:
+    """Serve the live web dashboard, reading the gateway at --target with --token."""
+    from holistic_dashboard.server import serve
+
+    settings = _settings()
+    _logging(settings)
+
+    def ready(url: str) -> None:
+        err.print(f"dashboard on [link={url}]{url}[/link], reading the gateway at {target}")
+
+    try:
+        asyncio.run(serve(address or settings.dashboard_address, target, token, on_ready=ready))
+    except OSError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        pass
 
 
 @main.command()
@@ -197,6 +243,46 @@ def dlq_replay(ids: tuple[str, ...], replay_all: bool) -> None:
     if not replayed and replay_all:
         err.print("no dead letters")
     sys.exit(1 if missing else 0)
+
+
+@main.command()
+@click.argument("infile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("outfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--with",
+    "with_",
+    required=True,
+    help="Perturbations, comma separated, options after colons: "
+    "typos:prob=0.05,lowercase,contraction,expansion,space:max_spaces=3,extra_space,"
+    "gender:mode=terms:both=true,person_name,dialect:mapping=FILE.json",
+)
+@click.option("--seed", type=int, default=None, help="Mixed into each id's generator (HELM: str(seed) + id).")
+@click.option("--variants-only", is_flag=True, help="Leave the unperturbed rows out of OUTFILE.")
+def perturb(infile: Path, outfile: Path, with_: str, seed: int | None, variants_only: bool) -> None:
+    """Write perturbed variants of INFILE's predictions (JSON Lines) to OUTFILE, tagged and ready to
+    be answered by the model and submitted."""
+    from google.protobuf import json_format
+
+    from holistic import perturbations as pt
+    from holistic_client.jsonl import read_predictions
+
+    try:
+        perturbers = pt.build(pt.parse_specs(with_), where="--with")
+    except InvalidArgument as exc:
+        for v in exc.violations:
+            err.print(f"[red]{v.field}[/red]: {v.description}")
+        sys.exit(2)
+    lines = list(read_predictions(infile))
+    bad = [ln for ln in lines if ln.prediction is None or not ln.prediction.id]
+    if bad:
+        err.print(f"[red]{len(bad)} lines without a readable prediction with an id[/red], first: line {bad[0].number}")
+        sys.exit(2)
+    rows, unchanged = pt.perturb((ln.prediction for ln in lines), perturbers, seed, not variants_only)  # type: ignore[misc]
+    with outfile.open("w") as fh:
+        for row in rows:
+            fh.write(json_format.MessageToJson(row, indent=None, sort_keys=True) + "\n")
+    variants = len(rows) - (0 if variants_only else len(lines))
+    click.echo(f"{len(lines):,} predictions -> {variants:,} variants ({unchanged:,} unchanged, left out) in {outfile}")
 
 
 for _command in COMMANDS:

@@ -10,10 +10,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from holistic_client import Client
-from holistic_client.display import detail_tables, profiles_table
+from holistic_client.display import detail_tables, family_table, profiles_table, trust_table
 from holistic_client.jsonl import Line, read_predictions
 
 SAMPLE = Path(__file__).parent / "data" / "demo_predictions.jsonl.gz"
+SUMMARIZATION_COLUMNS = (
+    "rouge_2", "rouge_l", "bleu", "chrf", "coverage", "density", "compression",
+    "semantic_similarity_reference", "semantic_similarity_source",
+)  # fmt: skip
 
 
 def rebased(path: Path, now_s: float) -> tuple[list[Line], int]:
@@ -71,9 +75,13 @@ def run(address: str, sample: Path = SAMPLE, batch_size: int = 500, console: Con
             console.print(f"[red]{len(report.rejected)} lines rejected[/red]: {report.rejected[:3]}")
         profiles = [client.get_profile(m) for m in models]
         console.print(profiles_table(profiles, title="holistic profiles, all time"))
+        console.print(trust_table(profiles))
         console.print(profiles_table([client.get_profile(m, "1h") for m in models], title="last hour"))
         for table in detail_tables(profiles[0])[1:2]:
             console.print(table)
+        summaries = family_table(profiles, "summarization", SUMMARIZATION_COLUMNS)
+        if summaries is not None:
+            console.print(summaries)
 
 
 def _iter(lines: list[Line]) -> Iterator[Line]:

@@ -67,6 +67,19 @@ class Keys:
         suffix = tier if bucket is None else f"{tier}:{bucket}"
         return f"{self._model(model)}:st:{family}:{suffix}"
 
+    def instances(self, model: str, family: str, day: int) -> str:
+        """HASH with a TTL: instance key -> reduced state, for instances first applied on epoch day `day`;
+        field "#n" counts them (holistic/instances.py)."""
+        return f"{self._model(model)}:inst:{family}:d:{day}"
+
+    def group_keys(self, model: str) -> str:
+        """SET: the distinct `groups` keys the model's predictions carried (capped at ingest)."""
+        return f"{self._model(model)}:groups"
+
+    def group_values(self, model: str, key: str) -> str:
+        """SET: the distinct values of one `groups` key (capped at ingest)."""
+        return f"{self._model(model)}:groups:{key}"
+
     def updates(self, model: str) -> str:
         """STREAM (capped, no group): one entry per applied batch, for WatchProfile."""
         return f"{self._model(model)}:updates"

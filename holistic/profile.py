@@ -70,6 +70,7 @@ def build(
     profile.scenarios.extend(scenarios)
     for name in sorted(folds):
         profile.families.append(folds[name].report)
+        profile.groups.extend(folds[name].groups)
     profile.counts.accepted_predictions = int(meta.get("accepted_predictions", 0))
     profile.counts.accepted_batches = int(meta.get("accepted_batches", 0))
     profile.counts.window_predictions = max((f.report.count for f in folds.values()), default=0)

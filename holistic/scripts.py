@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 LUA_DIR = Path(__file__).parent / "lua"
-NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate")
+NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups")
 
 
 @cache
@@ -27,3 +27,4 @@ class Scripts:
         self.deadletter = client.register_script(source("deadletter"))
         self.replay = client.register_script(source("replay"))
         self.rate = client.register_script(source("rate"))
+        self.groups = client.register_script(source("groups"))

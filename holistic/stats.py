@@ -8,6 +8,9 @@ of the stream into batches, in any order, folds to the same numbers (up to float
 Histograms (sketch bins) are one field "<name>|hist" holding a JSON object of bin -> count, merged
 bin by bin inside apply.lua: one write per histogram instead of one HINCRBY per bin, which is most
 of Redis's work otherwise. Read back, bin b of histogram <name> appears as the field "<name>|<b>".
+A capped histogram (bump(..., cap=N)) turns into the marker "over" once it holds more than N bins,
+and stays so: whatever the order of merges, it is over exactly when the union has more than N
+bins. Read back, an over histogram appears as the field "<name>|over" = 1 and no bins.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 MIN_SUFFIX = "|min"
 MAX_SUFFIX = "|max"
 HIST_SUFFIX = "|hist"
+OVER = "over"
 
 
 def merge_rule(field: str) -> str:
@@ -32,19 +36,23 @@ def merge_rule(field: str) -> str:
 class Stats:
     """Additive counters and sums, plus min/max fields, keyed by field name."""
 
-    __slots__ = ("floats", "hists", "ints", "maxes", "mins")
+    __slots__ = ("caps", "floats", "hists", "ints", "maxes", "mins")
 
     def __init__(self) -> None:
         self.ints: dict[str, int] = {}
         self.floats: dict[str, float] = {}
         self.mins: dict[str, float] = {}
         self.maxes: dict[str, float] = {}
-        self.hists: dict[str, dict[str, int]] = {}
+        self.hists: dict[str, dict[str, float]] = {}
+        self.caps: dict[str, int] = {}
 
-    def bump(self, name: str, bin_: str, n: int = 1) -> None:
-        """Count n into bin bin_ of histogram name."""
-        hist = self.hists.setdefault(name + HIST_SUFFIX, {})
+    def bump(self, name: str, bin_: str, n: float = 1, cap: int | None = None) -> None:
+        """Count n into bin bin_ of histogram name (capped at `cap` bins when given)."""
+        field = name + HIST_SUFFIX
+        hist = self.hists.setdefault(field, {})
         hist[bin_] = hist.get(bin_, 0) + n
+        if cap is not None:
+            self.caps[field] = cap
 
     def incr(self, field: str, n: int = 1) -> None:
         self.ints[field] = self.ints.get(field, 0) + n
@@ -85,6 +93,7 @@ class Stats:
             mine = self.hists.setdefault(f, {})
             for b, n in bins.items():
                 mine[b] = mine.get(b, 0) + n
+        self.caps.update(other.caps)
         return self
 
     def __bool__(self) -> bool:
@@ -105,7 +114,9 @@ class Stats:
         for f, v in self.maxes.items():
             out += (">", f, repr(v))
         for f, bins in self.hists.items():
-            out += ("h", f, json.dumps(bins, separators=(",", ":")))
+            text = json.dumps(bins, separators=(",", ":"))
+            cap = self.caps.get(f)
+            out += ("h", f, text) if cap is None else ("H", f, f"{cap} {text}")
         return out
 
 
@@ -122,7 +133,11 @@ class Folded(Mapping[str, float]):
             for raw_field, raw_value in h.items():
                 field = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
                 if field.endswith(HIST_SUFFIX):
-                    _add_bins(out, field, json.loads(raw_value))
+                    text = raw_value.decode() if isinstance(raw_value, bytes) else raw_value
+                    if text == OVER:
+                        out[field[: -len(HIST_SUFFIX)] + "|" + OVER] = 1.0
+                    else:
+                        _add_bins(out, field, json.loads(text))
                     continue
                 value = float(raw_value)
                 rule = merge_rule(field)
@@ -143,7 +158,10 @@ class Folded(Mapping[str, float]):
         values.update(stats.mins)
         values.update(stats.maxes)
         for field, bins in stats.hists.items():
-            _add_bins(values, field, bins)
+            if field in stats.caps and len(bins) > stats.caps[field]:
+                values[field[: -len(HIST_SUFFIX)] + "|" + OVER] = 1.0
+            else:
+                _add_bins(values, field, bins)
         return cls(values)
 
     def __getitem__(self, key: str) -> float:

@@ -69,6 +69,15 @@ def parse_entries(text: str, where: str) -> dict[str, str]:
     return out
 
 
+def first_bare_token(entries: str) -> str | None:
+    """The first entry given in clear (development setups), if any: hashed entries cannot be used."""
+    for raw in entries.replace(",", "\n").splitlines():
+        entry = raw.split("#", 1)[0].strip()
+        if entry and ":sha256:" not in entry:
+            return entry
+    return None
+
+
 @dataclass
 class TokenStore:
     """Token hashes of the environment and of a file that is re-read when it changes."""

@@ -24,6 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from holistic.embedded_redis import EmbeddedRedis
 from holistic.errors import ConfigError
 from holistic.settings import Settings
+from holistic.tenants import first_bare_token
 
 log = logging.getLogger("holistic.up")
 
@@ -77,6 +78,7 @@ class Stack:
     address: str
     data_dir: Path
     log_dir: Path | None = None  # None: children log to this terminal
+    dashboard_address: str | None = None  # None: no dashboard
     children: list[Child] = field(default_factory=list)
     redis: EmbeddedRedis | None = None
     redis_url: str = ""
@@ -93,6 +95,10 @@ class Stack:
         self.children = [Child("gateway", [*py, "gateway"])]
         self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.families]
         self.children.append(Child("janitor", [*py, "janitor"]))
+        if self.dashboard_address:
+            self.children.append(
+                Child("dashboard", [*py, "dashboard", "--address", self.dashboard_address, "--target", self.address])
+            )
         for child in self.children:
             self._spawn(child)
         try:
@@ -116,7 +122,15 @@ class Stack:
         env = dict(os.environ)
         env["REDIS_URL"] = self.redis_url
         env["HOLISTIC_GATEWAY_ADDRESS"] = self.address
+        if not env.get("HOLISTIC_DASHBOARD_TOKEN") and not env.get("HOLISTIC_TOKEN"):
+            bare = first_bare_token(self.settings.tokens)
+            if bare:  # a development token given in clear: the dashboard reads the gateway with it
+                env["HOLISTIC_DASHBOARD_TOKEN"] = bare
         return env
+
+    @property
+    def dashboard_url(self) -> str | None:
+        return f"http://{self.dashboard_address}/" if self.dashboard_address else None
 
     def _spawn(self, child: Child) -> None:
         out: IO[bytes] | None = None

@@ -26,18 +26,11 @@ from holistic.v1.profile_pb2 import (
     Metric,
     MetricSignature,
 )
+from metric_services.main_metric import main_metric, majority_task
 from metric_services.reference_metrics import BINARY, METRICS, scores
 
 NAME = "accuracy"
 VERSION = "1"
-
-MAIN_METRIC_BY_TASK = {
-    pb.TASK_MULTIPLE_CHOICE: "exact_match",
-    pb.TASK_CLASSIFICATION: "quasi_exact_match",
-    pb.TASK_OPEN_QA: "f1_score",
-    pb.TASK_FREE_GENERATION: "f1_score",
-    pb.TASK_SUMMARIZATION: "rouge_2",
-}
 
 
 class AccuracyFamily:
@@ -69,9 +62,8 @@ class AccuracyFamily:
             n = int(f.get("n", 0))
             total += n
             unscored += int(f.get("unscored", 0))
-            tasks = {int(k[5:]): v for k, v in f.items() if k.startswith("task:")}
-            task = max(tasks, key=lambda t: (tasks[t], -t)) if tasks else pb.TASK_UNSPECIFIED
-            main = settings.main_metrics.get(scn) or MAIN_METRIC_BY_TASK.get(task, "quasi_exact_match")
+            task = majority_task(f)
+            main = main_metric(scn, task, settings)
             part = ScenarioPart(count=n, task=task, main_metric=main)
             ref_n = f.get("ref|n", 0.0)
             for metric in METRICS:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import socket
 import threading
@@ -22,8 +23,9 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
-from holistic.families import Family, load_family
+from holistic.families import Family, Partial, as_partial, load_family
 from holistic.faults import Faults
+from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
 from holistic.redis_conn import RETRYABLE
 from holistic.settings import Settings
@@ -34,6 +36,7 @@ from holistic.workqueue import WorkQueue
 log = logging.getLogger("holistic.worker")
 
 UPDATES_MAXLEN = 1000
+STATE_RETRIES = 50  # compare-and-set conflicts of per-instance state before giving up for now
 
 
 @dataclass
@@ -53,6 +56,8 @@ class _Work:
     batch_id: str
     n: int
     by_minute: dict[int, Stats]
+    partial: Partial | None = None
+    accept_s: float = 0.0
 
 
 _NOT_MINE = object()
@@ -68,6 +73,9 @@ class Worker:
         faults: Faults | None = None,
     ) -> None:
         self.family = load_family(family) if isinstance(family, str) else family
+        prepare = getattr(self.family, "prepare", None)
+        if prepare is not None:  # optional: load models at start, and fail there on a bad configuration
+            prepare(settings)
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
         self.queue = WorkQueue(client, self.keys)
@@ -78,6 +86,7 @@ class Worker:
         self.counters = Counters()
         self.stopping = threading.Event()
         self._last_recover = 0.0
+        self.instances = InstanceStore(client, self.keys, self.group, settings.instance_ttl_s, settings.instance_cap)
 
     # --- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -92,8 +101,8 @@ class Worker:
                     self.recover()
                 self.step()
                 delay = 0.1
-            except RETRYABLE as exc:
-                log.warning("redis unreachable (%s); retrying in %.1fs", exc, delay)
+            except (*RETRYABLE, StateConflict) as exc:  # the entry stays pending: re-read, or reclaimed
+                log.warning("%s; retrying in %.1fs", exc, delay)
                 self.stopping.wait(delay)
                 delay = min(delay * 2, 5.0)
         log.info("worker %s stopped: %s", self.consumer, self.counters)
@@ -180,12 +189,17 @@ class Worker:
                 work.append(item)
         self.faults.at("before_apply", [w.batch_id for w in work])
         if work:
+            plain = [w for w in work if w.partial is None]
             pipe = self.r.pipeline(transaction=False)
-            for w in work:
-                keys, args = self._apply_args(w)
+            for w in plain:
+                keys, args = self._apply_args(w, w.by_minute)
                 self.queue.scripts.apply(keys=keys, args=args, client=pipe)
-            results = pipe.execute()
-            for w, applied in zip(work, results, strict=True):
+            results = dict(zip((id(w) for w in plain), pipe.execute(), strict=True))
+            for w in work:  # one at a time: a batch's state reads must see the batch before it
+                if w.partial is not None:
+                    results[id(w)] = self._apply_with_instances(w, w.partial)
+            for w in work:
+                applied = results[id(w)]
                 if applied:
                     self.counters.applied += 1
                     self.counters.predictions += w.n
@@ -202,8 +216,9 @@ class Worker:
                 envelope = e.envelope()
                 if envelope.families and self.group not in envelope.families:
                     return _NOT_MINE
-                by_minute = self.family.compute(envelope, self.settings)
-                return _Work(entry_id, e, envelope.batch_id, len(envelope.predictions), by_minute)
+                by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
+                accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
+                return _Work(entry_id, e, envelope.batch_id, len(envelope.predictions), by_minute, partial, accept_s)
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
         name = type(last).__name__
@@ -216,11 +231,33 @@ class Worker:
         if self.queue.deadletter(self.group, entry_id, 1, reason):
             self.counters.dead_lettered += 1
 
-    def _apply_args(self, w: _Work) -> tuple[list[str], list[Any]]:
+    def _apply_with_instances(self, w: _Work, partial: Partial) -> int:
+        """Read the touched instances, apply with compare-and-set; re-read and retry on a conflict."""
+        for attempt in range(STATE_RETRIES):
+            plan = self.instances.plan(w.entry.model, partial.spec, partial.rows, w.accept_s)
+            by_minute: dict[int, Stats] = {m: Stats().merge(st) for m, st in w.by_minute.items()}
+            for minute, st in plan.by_minute.items():
+                by_minute.setdefault(minute, Stats()).merge(st)
+            keys, args = self._apply_args(w, by_minute, plan.hashes)
+            result = int(self.queue.scripts.apply(keys=keys, args=args))
+            if result >= 0:
+                return result
+            self.stopping.wait(0.001 * random.random() * (attempt + 1))
+        raise StateConflict(f"instance state of {w.batch_id} kept changing under {STATE_RETRIES} applies")
+
+    def _apply_args(
+        self,
+        w: _Work,
+        by_minute: dict[int, Stats] | None = None,
+        hashes: dict[str, tuple[int, list[Any]]] | None = None,
+    ) -> tuple[list[str], list[Any]]:
+        """KEYS and ARGV of apply.lua: the statistics tiers of by_minute (default: the batch's), then
+        any instance-state hashes with their ops."""
+        by_minute = w.by_minute if by_minute is None else by_minute
         model, fam, s = w.entry.model, self.group, self.settings
         tiers: dict[str, tuple[int, Stats]] = {}
         total = Stats()
-        for minute, st in w.by_minute.items():
+        for minute, st in by_minute.items():
             tiers[self.keys.stats(model, fam, "m", minute)] = (s.minute_retention_s, st)
             hour_key = self.keys.stats(model, fam, "h", hour_of_minute(minute))
             if hour_key in tiers:
@@ -228,12 +265,12 @@ class Worker:
             else:
                 tiers[hour_key] = (s.hour_retention_s, Stats().merge(st))
             total.merge(st)
-        if w.by_minute:
+        if by_minute:
             tiers[self.keys.stats(model, fam, "all")] = (0, total)
         keys = [self.keys.done(model, fam), self.keys.updates(model)]
         args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n]
-        for key, (ttl, st) in tiers.items():
-            ops = st.lua_ops()
+        hash_ops = [(key, ttl, st.lua_ops()) for key, (ttl, st) in tiers.items()]
+        for key, ttl, ops in hash_ops + [(k, ttl, ops) for k, (ttl, ops) in (hashes or {}).items()]:
             keys.append(key)
             args += [ttl, len(ops) // 3, *ops]
         return keys, args

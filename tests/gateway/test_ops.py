@@ -35,7 +35,7 @@ def wait_for(predicate, timeout=10.0):
 
 
 def test_backlog_over_cap_is_resource_exhausted_with_retry_info(make_gateway, make_worker):
-    gw = make_gateway(backlog_max_batches=3)
+    gw = make_gateway(backlog_max_batches=3, families="accuracy,efficiency")  # the two workers below
     with gw.client() as c:
         for i in range(3):
             c.submit(batch(2), batch_id=f"b{i}", model="m1")

@@ -39,8 +39,9 @@ def test_profile_values(client, make_worker):
     assert d["DIMENSION_KIND_ACCURACY"].score == pytest.approx((1 / 3 + 0.8) / 2, abs=1e-12)
     # latencies 0.5, 1.5, 2.5, 3.0 against the default 2 s objective
     assert d["DIMENSION_KIND_EFFICIENCY"].score == pytest.approx(0.5)
-    assert not d["DIMENSION_KIND_CALIBRATION"].HasField("score")
-    assert "calibration" in d["DIMENSION_KIND_CALIBRATION"].absent_reason
+    assert not d["DIMENSION_KIND_CALIBRATION"].HasField("score")  # deployed, but its worker never ran here
+    assert "no predictions with a confidence" in d["DIMENSION_KIND_CALIBRATION"].absent_reason
+    assert "no bias metric service runs" in d["DIMENSION_KIND_BIAS"].absent_reason
     assert [k for k, v in d.items() if v.HasField("score")] == ["DIMENSION_KIND_ACCURACY", "DIMENSION_KIND_EFFICIENCY"]
     mmlu = next(s for s in p.scenarios if s.scenario == "mmlu")
     assert (mmlu.task, mmlu.main_metric, mmlu.count) == (1, "exact_match", 3)

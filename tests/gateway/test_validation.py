@@ -138,3 +138,18 @@ def test_valid_edge_values_are_accepted(client):
     p.choice_probabilities.add(choice="A", probability=1.0 - 5e-5)
     p.groups["dialect"] = "aae"
     assert client.submit([p], batch_id="b-1", model="m1").accepted_count == 1
+
+
+def test_group_caps_refuse_the_batch_naming_the_field(make_gateway):
+    gw = make_gateway(max_group_values=2, max_group_keys=2)
+    with gw.client() as c:
+        a = prediction("a", groups={"dialect": "aae"})
+        b = prediction("b", groups={"dialect": "sae", "region": "us"})
+        c.submit([a, b], batch_id="ok", model="m")
+        third = prediction("c", groups={"dialect": "x"})
+        found = violations(c, [prediction("d", groups={"dialect": "aae"}), third], model="m")
+        assert list(found) == ["predictions[1].groups['dialect']"]
+        assert "HOLISTIC_MAX_GROUP_VALUES" in found["predictions[1].groups['dialect']"]
+        found = violations(c, [prediction("e", groups={"gender": "f"})], model="m")
+        assert "HOLISTIC_MAX_GROUP_KEYS" in found["predictions[0].groups['gender']"]
+        c.submit([prediction("f", groups={"dialect": "sae", "region": "uk"})], batch_id="ok2", model="m")  # known

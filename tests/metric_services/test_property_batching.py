@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holistic import profile as profile_mod
-from holistic.families import load_family
+from holistic.families import load_family, one_pass
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.stats import Folded, Stats
+from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
 from tests.conftest import drain
@@ -21,7 +21,9 @@ pytestmark = pytest.mark.slow
 
 SCENARIOS = {"mmlu": pb.TASK_MULTIPLE_CHOICE, "boolq": pb.TASK_CLASSIFICATION, "qa": pb.TASK_OPEN_QA}
 WORDS = ["Paris", "paris.", "the cat", "a cat sat", "Yes", "no", "", "  Rome "]
+CONFIDENCES = [0.0, 0.25, 0.5, 0.5, 0.75, 0.9, 1.0]
 NOW = time.time()
+FAMILIES = {pb.PERTURBATION_FAMILY_ROBUSTNESS: ["typos", "lowercase"], pb.PERTURBATION_FAMILY_FAIRNESS: ["dialect"]}
 
 
 @st.composite
@@ -35,6 +37,16 @@ def predictions(draw: st.DrawFn) -> list[pb.Prediction]:
         p.references.extend(draw(st.lists(st.sampled_from(WORDS[:6]), max_size=2)))
         if draw(st.booleans()) and draw(st.booleans()):
             p.correct = draw(st.booleans())
+        if draw(st.booleans()):  # ties on purpose, and full floats
+            p.confidence = draw(st.one_of(st.sampled_from(CONFIDENCES), st.floats(0.0, 1.0)))
+        if i and draw(st.integers(0, 3)) == 0:  # a variant of an earlier id, or of one never sent
+            kind = draw(st.sampled_from(sorted(FAMILIES)))
+            p.perturbation.family = kind
+            p.perturbation.name = draw(st.sampled_from(FAMILIES[kind]))
+            p.perturbation.original_id = draw(st.sampled_from([f"p{j}" for j in range(i)] + ["gone"]))
+            p.id = f"{p.perturbation.original_id}~{p.perturbation.name}~{i}"
+        elif draw(st.booleans()):
+            p.groups["dialect"] = draw(st.sampled_from(["aae", "sae"]))
         if draw(st.booleans()):
             latency = draw(st.floats(0.0, 20.0))
             p.timing.latency.FromNanoseconds(int(latency * 1e9))
@@ -55,6 +67,9 @@ def flatten(profile: pp.Profile) -> dict[str, float]:
         if d.HasField("score"):
             out[f"dim/{d.kind}"] = d.score
             out[f"dim/{d.kind}/n"] = d.count
+            out[f"dim/{d.kind}/low"] = d.low_confidence
+            for m in d.metrics:
+                out[f"dim/{d.kind}/{m.name}"] = m.value
     for f in profile.families:
         out[f"fam/{f.family}/n"] = f.count
         out[f"fam/{f.family}/skipped"] = f.skipped
@@ -63,21 +78,23 @@ def flatten(profile: pp.Profile) -> dict[str, float]:
             out[f"fam/{f.family}/{m.name}/n"] = m.count
             if m.HasField("interval"):
                 out[f"fam/{f.family}/{m.name}/lo"] = m.interval.lower
+        for c in f.reliability_curves:
+            for i, b in enumerate(c.bins):
+                out[f"curve/{c.scenario}/{i}"] = (b.count, b.mean_confidence, b.accuracy, b.upper)  # type: ignore[assignment]
     for s in profile.scenarios:
         for m in s.metrics:
             out[f"scn/{s.scenario}/{m.family}/{m.name}"] = m.value
+    for g in profile.groups:
+        out[f"group/{g.key}/gap"] = g.max_gap
+        for v in g.values:
+            out[f"group/{g.key}/{v.value}"] = v.metric.value
     return out
 
 
-def one_pass(preds: list[pb.Prediction], settings_obj) -> pp.Profile:
+def one_pass_profile(preds: list[pb.Prediction], settings_obj) -> pp.Profile:
     env = BatchEnvelope(model="m", predictions=preds)
     env.accept_time.FromSeconds(int(NOW))
-    folded = {}
-    for name in settings_obj.families:
-        total = Stats()
-        for st_ in load_family(name).compute(env, settings_obj).values():
-            total.merge(st_)
-        folded[name] = Folded.from_stats(total)
+    folded = {name: Folded.from_stats(one_pass(load_family(name), env, settings_obj)) for name in settings_obj.families}
     return profile_mod.build("m", pp.Window(), {}, folded, settings_obj, NOW)
 
 
@@ -101,7 +118,7 @@ def test_batching_and_workers_do_not_change_the_profile(replicas, preds, data, g
         rng.shuffle(workers)
         drain(*workers)
         streamed = flatten(client.get_profile("m"))
-    expected = flatten(one_pass(preds, settings))
+    expected = flatten(one_pass_profile(preds, settings))
     assert streamed.keys() == expected.keys()
     for key, value in expected.items():
         assert streamed[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key

@@ -169,4 +169,34 @@ def models(target: str, connect: Connect) -> None:
     console.print(table)
 
 
-COMMANDS = (submit, profile, watch, models)
+WINDOW_TITLES = {"all": "all time", "15m": "last 15 minutes", "1h": "last hour", "24h": "last day",
+                 "1d": "last day", "7d": "last week"}  # fmt: skip
+
+
+@click.command()
+@click.argument("models", nargs=-1, required=True)
+@window_option
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="radar.svg or radar.png."
+)
+@target_option
+@token_option
+def radar(models: tuple[str, ...], window: str, output: Path, target: str, token: str | None) -> None:
+    """Draw the profiles of MODELS as one radar chart (an absent axis is a gap, never 0)."""
+    from holistic_client.radar import format_for, render
+
+    try:
+        fmt = format_for(output)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--output") from None
+    with Client(target, token) as client:
+        try:
+            profiles = [client.get_profile(m, window) for m in models]
+        except ClientError as exc:
+            err_console.print(f"[red]error:[/red] {exc}")
+            sys.exit(2)
+    output.write_bytes(render(profiles, fmt, title=f"holistic profiles, {WINDOW_TITLES[window]}"))
+    console.print(f"wrote {output} ({len(profiles)} models)")
+
+
+COMMANDS = (submit, profile, watch, models, radar)

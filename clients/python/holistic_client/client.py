@@ -199,6 +199,21 @@ class Client:
     def list_models(self) -> list[pp.ModelSummary]:
         return list(self._call(self.stub.ListModels, es.ListModelsRequest()).models)  # type: ignore[attr-defined]
 
+    def perturb(
+        self,
+        predictions: Iterable[Prediction],
+        perturbations: Iterable[es.PerturbationSpec],
+        seed: int | None = None,
+        include_originals: bool = False,
+    ) -> es.PerturbResponse:
+        """Tagged variants of the predictions (the Perturb RPC); errors as InvalidPredictions."""
+        request = es.PerturbRequest(
+            predictions=predictions, perturbations=perturbations, include_originals=include_originals
+        )
+        if seed is not None:
+            request.seed = seed
+        return self._call(self.stub.Perturb, request)  # type: ignore[return-value]
+
 
 def tls_credentials(
     ca: str | Path | None, cert: str | Path | None = None, key: str | Path | None = None

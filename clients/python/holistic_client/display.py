@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 from holistic.v1 import prediction_pb2 as pb
@@ -46,6 +47,26 @@ def _metric_text(m: pp.Metric) -> str:
     return text
 
 
+def family_table(profiles: Sequence[pp.Profile], family: str, names: Sequence[str]) -> Table | None:
+    """One family's metrics side by side: a row per model, a column per metric (— where absent)."""
+    reports = {p.model: next((f for f in p.families if f.family == family), None) for p in profiles}
+    if not any(reports.values()):
+        return None
+    caption = next((r.signature.text for r in reports.values() if r is not None), "")
+    table = Table(title=f"{family} (family report)", caption=caption)
+    table.add_column("model", style="bold")
+    for name in names:
+        table.add_column(name, justify="right")
+    for model, report in reports.items():
+        metrics = {m.name: m for m in report.metrics} if report is not None else {}
+        cells = [f"{metrics[n].value:.4g}" if n in metrics else "[dim]—[/dim]" for n in names]
+        table.add_row(model, *cells)
+    absent = {k: v for r in reports.values() if r is not None for k, v in r.absent_metrics.items()}
+    for name, why in sorted(absent.items()):
+        table.caption = f"{table.caption}\n{name} absent: {why}"
+    return table
+
+
 def detail_tables(profile: pp.Profile) -> list[Table]:
     """Axes with their reasons, scenarios, and each family's metrics and signature."""
     axes = Table(title=f"{profile.model}: dimensions")
@@ -81,3 +102,42 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
             t.add_row(m.name, _metric_text(m), f"{m.count:,}")
         out.append(t)
     return out
+
+
+def _named(metrics: Sequence[pp.Metric], prefix: str) -> pp.Metric | None:
+    return next((m for m in metrics if m.name.startswith(prefix)), None)
+
+
+def trust_table(profiles: Sequence[pp.Profile], title: str = "calibration, robustness, fairness") -> Table:
+    """The raw numbers behind three axes, side by side: ECE, worst cases per perturbation, worst group."""
+    table = Table(
+        title=title, caption="worst = HELM's min over the original and its variants; gap = best - worst group"
+    )
+    for col in ("model", "ece_10_bin", "robustness (worst per perturbation)", "counterfactual", "worst group (gap)"):
+        table.add_column(col)
+    for p in profiles:
+        dims = {d.kind: d for d in p.dimensions}
+        cal, rob, fair = (dims.get(k) for k in (2, 3, 4))
+        ece = _named(cal.metrics, "ece_10_bin") if cal else None
+        worst = [m for m in rob.metrics if m.name.endswith("_worst")] if rob else []
+        fair_worst = [m for m in fair.metrics if m.name.endswith("_worst")] if fair else []
+        cf = _named(fair.metrics, "counterfactual") if fair else None
+        group = _named(fair.metrics, "worst_group") if fair else None
+        gaps = {g.key: g.max_gap for g in p.groups}
+        key = group.name.split("[", 1)[1].split("=", 1)[0] if group else ""
+        table.add_row(
+            p.model,
+            f"{ece.value:.3f}{' *' if cal and cal.low_confidence else ''}" if ece else "—",
+            ", ".join(f"{m.name.removesuffix('_worst')} {m.value:.3f}" for m in worst) or "—",
+            (
+                f"{cf.value:.3f} ("
+                + ", ".join(f"{m.name.removesuffix('_worst')} {m.value:.3f}" for m in fair_worst)
+                + ")"
+            )
+            if cf
+            else "—",
+            escape(f"{group.name.removeprefix('worst_group')} {group.value:.3f} (gap {gaps.get(key, 0):.3f})")
+            if group
+            else "—",
+        )
+    return table

@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// A small command line over the client:
+//   holistic-node submit FILE [--model M] [--batch-size N]
+//   holistic-node profile MODEL [--window 24h] [--json]
+//   holistic-node watch MODEL [--window 1h]
+//   holistic-node models
+// --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN).
+import { parseArgs } from "node:util";
+import { DimensionKind, HolisticClient, ProfileSchema, toJsonString } from "../src/index.js";
+
+const { values: opts, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    target: { type: "string", default: process.env.HOLISTIC_TARGET ?? "127.0.0.1:50051" },
+    token: { type: "string", default: process.env.HOLISTIC_TOKEN },
+    model: { type: "string", default: "" },
+    "batch-size": { type: "string", default: "500" },
+    window: { type: "string", default: "all" },
+    json: { type: "boolean", default: false },
+  },
+});
+const [command, arg] = positionals;
+const axis = (kind) => DimensionKind[kind].toLowerCase();
+
+function show(profile) {
+  if (opts.json) return console.log(toJsonString(ProfileSchema, profile));
+  console.log(`${profile.model}: ${profile.counts.windowPredictions} predictions (${opts.window})`);
+  for (const d of profile.dimensions) {
+    console.log(`  ${axis(d.kind).padEnd(12)} ${d.score === undefined ? `— ${d.absentReason}` : d.score.toFixed(3)}`);
+  }
+}
+
+const client = new HolisticClient(opts.target, { token: opts.token });
+try {
+  if (command === "submit" && arg) {
+    const report = await client.submitFile(arg, { model: opts.model, batchSize: Number(opts["batch-size"]) });
+    console.log(`accepted ${report.accepted} predictions in ${report.batches} batches (${report.duplicates} already accepted earlier); rejected ${report.rejected.length} lines`);
+    for (const r of report.rejected) console.error(`  line ${r.line}: ${r.field} ${r.reason}`);
+    process.exitCode = report.rejected.length ? 1 : 0;
+  } else if (command === "profile" && arg) {
+    show(await client.getProfile(arg, opts.window));
+  } else if (command === "watch" && arg) {
+    for await (const profile of client.watchProfile(arg, opts.window)) show(profile);
+  } else if (command === "models") {
+    for (const m of await client.listModels()) console.log(`${m.model}\t${m.acceptedPredictions}`);
+  } else {
+    console.error("usage: holistic-node submit FILE | profile MODEL | watch MODEL | models  [--target] [--token] [--window] [--json]");
+    process.exitCode = 2;
+  }
+} catch (err) {
+  console.error(`error: ${err.message}`);
+  process.exitCode = 2;
+} finally {
+  client.close();
+}

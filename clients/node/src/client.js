@@ -1,0 +1,183 @@
+// The Node.js client: batches with content-derived ids, retries that honour the server's RetryInfo,
+// profile reads and watches. Messages are protobuf-es objects built from the generated stubs.
+import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import * as grpc from "@grpc/grpc-js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  GetProfileRequestSchema, ListModelsRequestSchema, SubmitPredictionsRequestSchema, WatchProfileRequestSchema,
+} from "../gen/holistic/v1/evaluation_service_pb.js";
+import { WindowPreset } from "../gen/holistic/v1/profile_pb.js";
+import { fromServiceError, InvalidPredictionsError, retryDelayMs } from "./errors.js";
+import { readPredictions } from "./jsonl.js";
+import { EvaluationServiceClient } from "./service.js";
+
+export const WINDOWS = {
+  all: WindowPreset.ALL_TIME,
+  "15m": WindowPreset.LAST_15_MINUTES,
+  "1h": WindowPreset.LAST_HOUR,
+  "24h": WindowPreset.LAST_DAY,
+  "1d": WindowPreset.LAST_DAY,
+  "7d": WindowPreset.LAST_WEEK,
+};
+const PREDICTION_PATH = /^predictions\[(\d+)\]/;
+
+/** A batch id derived from the content: re-sending the same predictions is a no-op. */
+export function contentBatchId(model, predictions) {
+  const body = toBinary(SubmitPredictionsRequestSchema, create(SubmitPredictionsRequestSchema, { model, predictions }));
+  return "c-" + createHash("sha256").update(body).digest("hex").slice(0, 32);
+}
+
+function windowFields(window) {
+  if (window && typeof window === "object" && "start" in window) {
+    return { window: { case: "range", value: { startTime: timestampFromDate(window.start), endTime: timestampFromDate(window.end) } } };
+  }
+  if (!(window in WINDOWS)) throw new RangeError(`unknown window ${JSON.stringify(window)}; use one of ${Object.keys(WINDOWS).join(", ")} or {start, end}`);
+  return { window: { case: "preset", value: WINDOWS[window] } };
+}
+
+export class HolisticClient {
+  /**
+   * @param {string} target gateway host:port
+   * @param {object} [options] token, timeoutMs (30 s), maxAttempts (12), credentials (grpc.ChannelCredentials),
+   *   onRetry({attempt, delayMs, error}), sleep(ms) (for tests)
+   */
+  constructor(target = "127.0.0.1:50051", options = {}) {
+    this.stub = new EvaluationServiceClient(target, options.credentials ?? grpc.credentials.createInsecure(), {
+      "grpc.max_send_message_length": 64 << 20,
+      "grpc.max_receive_message_length": 64 << 20,
+    });
+    this.metadata = new grpc.Metadata();
+    if (options.token) this.metadata.set("authorization", `Bearer ${options.token}`);
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.maxAttempts = options.maxAttempts ?? 12;
+    this.onRetry = options.onRetry;
+    this.sleep = options.sleep ?? sleep;
+  }
+
+  close() {
+    this.stub.close();
+  }
+
+  #unary(method, request) {
+    return new Promise((resolve, reject) => {
+      const deadline = new Date(Date.now() + this.timeoutMs);
+      this.stub[method](request, this.metadata, { deadline }, (err, reply) => (err ? reject(err) : resolve(reply)));
+    });
+  }
+
+  /** RetryInfo's delay for RESOURCE_EXHAUSTED (none: not retryable), backoff with jitter for UNAVAILABLE. */
+  #retryDelay(err, attempt) {
+    if (err.code === grpc.status.RESOURCE_EXHAUSTED) return retryDelayMs(err);
+    if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
+      return Math.min(10_000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+    }
+    return null;
+  }
+
+  async #call(method, request) {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.#unary(method, request);
+      } catch (err) {
+        const delayMs = typeof err?.code === "number" ? this.#retryDelay(err, attempt) : null;
+        if (delayMs === null || attempt >= this.maxAttempts) throw fromServiceError(err);
+        this.onRetry?.({ attempt, delayMs, error: fromServiceError(err) });
+        await this.sleep(delayMs);
+      }
+    }
+  }
+
+  /** Submit one batch; retried safely, since the same batch id and content is idempotent. */
+  async submit(predictions, { model = "", batchId } = {}) {
+    const request = create(SubmitPredictionsRequestSchema, { model, predictions });
+    request.batchId = batchId ?? contentBatchId(model, predictions);
+    return this.#call("submitPredictions", request);
+  }
+
+  /** Submit lines ({number, prediction} or {number, error}) in per-model batches; report rejected lines. */
+  async submitLines(lines, { batchSize = 500, model = "", onBatch } = {}) {
+    const report = { accepted: 0, duplicates: 0, batches: 0, rejected: [] };
+    const pending = new Map();
+    for await (const line of lines) {
+      if (!line.prediction) {
+        report.rejected.push({ line: line.number, field: "", reason: line.error });
+        continue;
+      }
+      const key = line.prediction.model || model;
+      if (!pending.has(key)) pending.set(key, []);
+      const chunk = pending.get(key);
+      chunk.push(line);
+      if (chunk.length >= batchSize) {
+        pending.delete(key);
+        await this.#submitChunk(chunk, model, report, onBatch);
+      }
+    }
+    for (const chunk of pending.values()) await this.#submitChunk(chunk, model, report, onBatch);
+    return report;
+  }
+
+  /** Submit a JSON Lines file (optionally .gz) of canonical-JSON predictions. */
+  async submitFile(path, options = {}) {
+    return this.submitLines(readPredictions(path), options);
+  }
+
+  async #submitChunk(chunk, model, report, onBatch) {
+    const size = chunk.length;
+    while (chunk.length) {
+      let reply;
+      try {
+        reply = await this.submit(chunk.map((l) => l.prediction), { model });
+      } catch (err) {
+        if (!(err instanceof InvalidPredictionsError) || !err.violations.length) throw err;
+        const bad = new Map();
+        for (const v of err.violations) {
+          const m = PREDICTION_PATH.exec(v.field);
+          if (!m) { // a batch-level problem: every line of the chunk is rejected
+            report.rejected.push(...chunk.map((l) => ({ line: l.number, field: v.field, reason: v.description })));
+            chunk = [];
+            break;
+          }
+          const i = Number(m[1]);
+          bad.set(i, [...(bad.get(i) ?? []), v]);
+        }
+        for (const [i, problems] of bad) {
+          report.rejected.push(...problems.map((v) => ({ line: chunk[i].number, field: v.field, reason: v.description })));
+        }
+        chunk = chunk.filter((_, i) => !bad.has(i));
+        continue;
+      }
+      report.batches += 1;
+      if (reply.duplicate) report.duplicates += reply.acceptedCount;
+      else report.accepted += reply.acceptedCount;
+      break;
+    }
+    onBatch?.(size);
+  }
+
+  async getProfile(model, window = "all") {
+    const reply = await this.#call("getProfile", create(GetProfileRequestSchema, { model, ...windowFields(window) }));
+    return reply.profile;
+  }
+
+  /** The profile now, then a fresh one per applied batch; stop with `break` or an AbortSignal. */
+  async *watchProfile(model, window = "all", { signal } = {}) {
+    const call = this.stub.watchProfile(create(WatchProfileRequestSchema, { model, ...windowFields(window) }), this.metadata);
+    const abort = () => call.cancel();
+    signal?.addEventListener("abort", abort, { once: true });
+    try {
+      for await (const reply of call) yield reply.profile;
+    } catch (err) {
+      if (err?.code === grpc.status.CANCELLED) return;
+      throw fromServiceError(err);
+    } finally {
+      signal?.removeEventListener("abort", abort);
+      call.cancel();
+    }
+  }
+
+  async listModels() {
+    return (await this.#call("listModels", create(ListModelsRequestSchema, {}))).models;
+  }
+}

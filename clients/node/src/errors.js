@@ -1,0 +1,61 @@
+// Readable errors from gRPC statuses, with the google.rpc details (grpc-status-details-bin) decoded.
+import * as grpc from "@grpc/grpc-js";
+import { createRegistry, fromBinary } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { BadRequestSchema, QuotaFailureSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../gen/google/rpc/status_pb.js";
+
+const DETAILS = createRegistry(BadRequestSchema, RetryInfoSchema, QuotaFailureSchema);
+const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, code]) => [code, name]));
+
+/** The google.rpc detail messages a status carries (BadRequest, RetryInfo, QuotaFailure). */
+export function statusDetails(err) {
+  const raw = err?.metadata?.get?.("grpc-status-details-bin")?.[0];
+  if (!raw) return [];
+  const status = fromBinary(StatusSchema, raw);
+  return status.details.map((any) => anyUnpack(any, DETAILS)).filter(Boolean);
+}
+
+/** The server's RetryInfo delay in milliseconds, or null when the status carries none. */
+export function retryDelayMs(err) {
+  const info = statusDetails(err).find((d) => d.$typeName === "google.rpc.RetryInfo");
+  if (!info?.retryDelay) return null;
+  return Number(info.retryDelay.seconds) * 1000 + info.retryDelay.nanos / 1e6;
+}
+
+export class HolisticError extends Error {
+  constructor(code, message, details = []) {
+    super(`${CODE_NAMES[code] ?? code}: ${message}`);
+    this.name = "HolisticError";
+    this.code = code;
+    this.codeName = CODE_NAMES[code] ?? String(code);
+    this.serverMessage = message;
+    this.details = details;
+  }
+}
+
+/** INVALID_ARGUMENT with its field violations: [{ field: "predictions[3].confidence", description }]. */
+export class InvalidPredictionsError extends HolisticError {
+  constructor(code, message, details, violations) {
+    super(code, message, details);
+    this.name = "InvalidPredictionsError";
+    this.violations = violations;
+    if (violations.length) {
+      this.message += "\n" + violations.map((v) => `  ${v.field}: ${v.description}`).join("\n");
+    }
+  }
+}
+
+export function fromServiceError(err) {
+  if (err instanceof HolisticError) return err;
+  if (typeof err?.code !== "number") return err;
+  const details = statusDetails(err);
+  const message = err.details ?? err.message ?? "";
+  if (err.code === grpc.status.INVALID_ARGUMENT) {
+    const violations = details
+      .filter((d) => d.$typeName === "google.rpc.BadRequest")
+      .flatMap((d) => d.fieldViolations.map((v) => ({ field: v.field, description: v.description })));
+    return new InvalidPredictionsError(err.code, message, details, violations);
+  }
+  return new HolisticError(err.code, message, details);
+}

@@ -1,0 +1,147 @@
+// Offline: retries that honour RetryInfo, readable BadRequest errors and canonical-JSON reading,
+// against an in-process gRPC server built from the same generated service definition.
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { gzipSync } from "node:zlib";
+import * as grpc from "@grpc/grpc-js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { anyPack } from "@bufbuild/protobuf/wkt";
+import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../gen/google/rpc/status_pb.js";
+import { SubmitPredictionsResponseSchema } from "../gen/holistic/v1/evaluation_service_pb.js";
+import {
+  contentBatchId, evaluationServiceDefinition, HolisticClient, InvalidPredictionsError, PredictionSchema, readPredictions, Task,
+} from "../src/index.js";
+
+function failure(code, message, ...details) {
+  const status = create(StatusSchema, { code, message, details: details.map(([schema, init]) => anyPack(schema, create(schema, init))) });
+  const metadata = new grpc.Metadata();
+  metadata.set("grpc-status-details-bin", Buffer.from(toBinary(StatusSchema, status)));
+  return { code, details: message, metadata };
+}
+
+// The fake gateway answers SubmitPredictions from a script of replies, one per call.
+let server;
+let target;
+let script = [];
+const seen = [];
+before(async () => {
+  server = new grpc.Server();
+  server.addService(evaluationServiceDefinition, {
+    submitPredictions(call, callback) {
+      seen.push(call.request);
+      const next = script.shift();
+      if (next.code) callback(next);
+      else callback(null, create(SubmitPredictionsResponseSchema, { batchId: call.request.batchId, acceptedCount: call.request.predictions.length }));
+    },
+  });
+  const port = await new Promise((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  target = `127.0.0.1:${port}`;
+});
+after(() => server.forceShutdown());
+
+const prediction = (id) => create(PredictionSchema, { id, scenario: "s", task: Task.OPEN_QA, output: "a", references: ["a"] });
+
+function client(delays) {
+  return new HolisticClient(target, { sleep: async (ms) => delays.push(ms), maxAttempts: 4 });
+}
+
+test("RESOURCE_EXHAUSTED is retried after exactly the server's RetryInfo delay, with the same batch id", async () => {
+  const delays = [];
+  script = [
+    failure(grpc.status.RESOURCE_EXHAUSTED, "backlog", [RetryInfoSchema, { retryDelay: { seconds: 1n, nanos: 500_000_000 } }]),
+    failure(grpc.status.RESOURCE_EXHAUSTED, "backlog", [RetryInfoSchema, { retryDelay: { seconds: 0n, nanos: 250_000_000 } }]),
+    {},
+  ];
+  seen.length = 0;
+  const c = client(delays);
+  const reply = await c.submit([prediction("p1")], { model: "m" });
+  c.close();
+  assert.deepEqual(delays, [1500, 250]);
+  assert.equal(reply.acceptedCount, 1);
+  assert.equal(seen.length, 3);
+  assert.ok(seen.every((r) => r.batchId === seen[0].batchId && r.batchId === contentBatchId("m", [prediction("p1")])));
+});
+
+test("RESOURCE_EXHAUSTED without RetryInfo (a message over the size limit) is not retried", async () => {
+  const delays = [];
+  script = [failure(grpc.status.RESOURCE_EXHAUSTED, "message too large")];
+  const c = client(delays);
+  await assert.rejects(c.submit([prediction("p1")]), (err) => err.codeName === "RESOURCE_EXHAUSTED" && /too large/.test(err.message));
+  c.close();
+  assert.deepEqual(delays, []);
+});
+
+test("UNAVAILABLE is retried with growing backoff until maxAttempts", async () => {
+  const delays = [];
+  script = Array.from({ length: 4 }, () => failure(grpc.status.UNAVAILABLE, "redis down"));
+  const c = client(delays);
+  await assert.rejects(c.submit([prediction("p1")]), (err) => err.codeName === "UNAVAILABLE");
+  c.close();
+  assert.equal(delays.length, 3); // 4 attempts, 3 waits: 100, 200, 400 ms, each with jitter in [50 %, 100 %]
+  [100, 200, 400].forEach((base, i) => assert.ok(delays[i] >= base / 2 && delays[i] <= base, `${delays[i]} vs ${base}`));
+});
+
+test("BadRequest field violations become a readable InvalidPredictionsError", async () => {
+  script = [failure(grpc.status.INVALID_ARGUMENT, "2 invalid field(s)", [BadRequestSchema, {
+    fieldViolations: [
+      { field: "predictions[0].confidence", description: "must be a probability in [0, 1], got 2.0" },
+      { field: "predictions[1].id", description: "is required" },
+    ],
+  }])];
+  const c = client([]);
+  const err = await c.submit([prediction("p1"), prediction("")]).catch((e) => e);
+  c.close();
+  assert.ok(err instanceof InvalidPredictionsError);
+  assert.equal(err.codeName, "INVALID_ARGUMENT");
+  assert.deepEqual(err.violations.map((v) => v.field), ["predictions[0].confidence", "predictions[1].id"]);
+  assert.equal(err.message, "INVALID_ARGUMENT: 2 invalid field(s)\n  predictions[0].confidence: must be a probability in [0, 1], got 2.0\n  predictions[1].id: is required");
+});
+
+test("submitLines drops only the rejected lines and resubmits the rest", async () => {
+  script = [
+    failure(grpc.status.INVALID_ARGUMENT, "1 invalid field(s)", [BadRequestSchema, { fieldViolations: [{ field: "predictions[1].confidence", description: "bad" }] }]),
+    {},
+  ];
+  seen.length = 0;
+  const lines = [1, 2, 3].map((n) => ({ number: n, prediction: prediction(`p${n}`) }));
+  const c = client([]);
+  const report = await c.submitLines(lines, { model: "m" });
+  c.close();
+  assert.deepEqual(report.rejected, [{ line: 2, field: "predictions[1].confidence", reason: "bad" }]);
+  assert.equal(report.accepted, 2);
+  assert.deepEqual(seen[1].predictions.map((p) => p.id), ["p1", "p3"]);
+});
+
+test("JSON Lines in the canonical mapping: durations, timestamps, enums, maps, optional fields; bad lines numbered", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "holistic-node-"));
+  const text = [
+    JSON.stringify({ id: "q-17", scenario: "mmlu", task: "TASK_MULTIPLE_CHOICE", output: "Paris", references: ["Paris"], confidence: 0.91,
+      timing: { latency: "1.840s", timeToFirstToken: "0.41s", promptTokens: 212, completionTokens: 3 },
+      groups: { dialect: "aae" }, producedAt: "2026-11-30T09:12:44.250Z", correct: false }),
+    "",
+    "{not json",
+    JSON.stringify({ id: "q-18", task: "TASK_NOT_A_TASK" }),
+  ].join("\n");
+  const path = join(dir, "p.jsonl.gz");
+  writeFileSync(path, gzipSync(text));
+  const lines = [];
+  for await (const line of readPredictions(path)) lines.push(line);
+  assert.deepEqual(lines.map((l) => l.number), [1, 3, 4]);
+  const p = lines[0].prediction;
+  assert.equal(p.timing.latency.seconds, 1n);
+  assert.equal(p.timing.latency.nanos, 840_000_000);
+  assert.equal(p.timing.timeToFirstToken.nanos, 410_000_000);
+  assert.equal(p.producedAt.seconds, BigInt(Date.UTC(2026, 10, 30, 9, 12, 44) / 1000));
+  assert.equal(p.producedAt.nanos, 250_000_000);
+  assert.equal(p.task, Task.MULTIPLE_CHOICE);
+  assert.equal(p.confidence, 0.91);
+  assert.equal(p.correct, false); // an optional field set to false is still set
+  assert.deepEqual(p.groups, { dialect: "aae" });
+  assert.match(lines[1].error, /not a holistic.v1.Prediction/);
+  assert.match(lines[2].error, /TASK_NOT_A_TASK/);
+});

@@ -1,0 +1,54 @@
+// The radar overlay of the selected models (Chart.js, vendored). An absent score is null: the
+// outline breaks there (spanGaps off) and is never drawn at 0; an axis no model has is marked.
+import { axesOf, dimension, hasScore } from "./util.js";
+
+const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
+
+export function radarData(profiles) {
+  const axes = axesOf(profiles);
+  const datasets = profiles.map((p, i) => {
+    const data = axes.map((a) => (hasScore(dimension(p, a)) ? dimension(p, a).score : null));
+    const colour = COLOURS[i % COLOURS.length];
+    return {
+      label: p.model, data, spanGaps: false, borderColor: colour, backgroundColor: colour + "22",
+      pointBackgroundColor: colour, fill: data.every((v) => v !== null), borderWidth: 2,
+    };
+  });
+  const noData = axes.map((_, i) => datasets.length > 0 && datasets.every((d) => d.data[i] === null));
+  return { axes, datasets, noData };
+}
+
+export class Radar {
+  constructor(canvas) {
+    this.canvas = canvas;
+    this.noData = [];
+    this.chart = new Chart(canvas, {
+      type: "radar",
+      data: { labels: [], datasets: [] },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        scales: {
+          r: {
+            min: 0, max: 1, ticks: { stepSize: 0.25, backdropColor: "transparent", callback: (v) => String(v) },
+            pointLabels: {
+              font: { size: 13 },
+              color: (ctx) => (this.noData[ctx.index] ? "#9ca3af" : "#1d2433"),
+              callback: (label, i) => (this.noData[i] ? `${label} (no data)` : label),
+            },
+          },
+        },
+        plugins: { legend: { position: "bottom" } },
+      },
+    });
+  }
+
+  show(profiles) {
+    const { axes, datasets, noData } = radarData(profiles);
+    this.noData = noData;
+    this.chart.data.labels = axes;
+    this.chart.data.datasets = datasets;
+    this.chart.update("none");
+    this.canvas.dataset.axes = axes.join(",");
+    this.canvas.dataset.models = profiles.map((p) => p.model).join(",");
+  }
+}

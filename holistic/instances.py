@@ -1,0 +1,240 @@
+"""Per-instance state: quantities reduced over an instance's rows, whatever order and batch they come in.
+
+HELM's worst case (robustness, fairness) and expected max toxicity are means over *instances* of a
+value reduced (min or max) over the instance's rows: the original and its perturbed variants, or
+several completions. Rows of one instance arrive in any batch, in any order, on any replica, so a
+family cannot fold them in one compute. This module keeps, per instance, its reduced **slots**
+(one per kind of row, e.g. "o" for the original and "p:typos" for a variant) and the **minute** the
+instance is attributed to (the earliest produced_at minute of its rows, so attribution does not
+depend on arrival order). A family declares an `InstanceSpec`: the reducer of each slot and how
+slots **derive** the instance's window quantities (e.g. worst = min over all slots). Each quantity q
+is kept in the family's ordinary time-bucketed statistics as `q|n`, `q|sum`, `q|sumsq` and one
+`q|ge:<t>` count per threshold, in the instance's minute: a mean over instances with its interval.
+When a later row changes an instance (a variant lowers the min, an earlier row moves its minute),
+the aggregates get the difference: the old contribution is subtracted where it was, the new one
+added where it belongs. So a window's aggregates always equal a one-pass computation over the
+current states of the instances attributed to it.
+
+Storage: instance states live in Redis hashes `inst:<family>:d:<day>`, one per day of first apply
+(the worker's clock), field = instance key, value = `State.encode()`. A day's hash expires
+HOLISTIC_INSTANCE_TTL_S after the day ends: state lives TTL to TTL + 1 day. Each hash counts its
+instances in field "#n"; HOLISTIC_INSTANCE_CAP bounds the live total (read before each apply, so
+concurrent replicas may overshoot it by one batch each). Rows of new instances past the cap are
+left out and counted (`#inst|over_cap`); rows produced more than the TTL before their batch was
+accepted are counted (`#inst|late`): their partners' state may have expired, so they may be counted
+as a separate instance, which is where a TTL departs from HELM's run-level semantics.
+
+Exactly once: the runner reads the touched instances (`InstanceStore.plan`), computes new states
+and the aggregate deltas, and applies them with apply.lua in one script together with the batch's
+done bit; the script first checks that every state it read is unchanged ('=' and '!' conditions)
+and otherwise writes nothing and returns -1, and the runner reads again and retries. Every key goes
+through KEYS[] (cluster-safe: all under the model's hash tag).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from holistic.keys import Keys
+from holistic.stats import Stats
+
+DAY = 86_400
+COUNT_FIELD = "#n"
+OVER_CAP = "#inst|over_cap"
+LATE = "#inst|late"
+SEP = "\x1f"
+
+Reducer = Literal["min", "max"]
+
+
+class StateConflict(Exception):
+    """Other replicas kept changing the instances a batch touches; it is retried later."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One prediction's contribution to one instance: a value for one slot."""
+
+    instance: str
+    slot: str
+    value: float
+    minute: int
+
+
+class InstanceSpec(Protocol):
+    def reducer(self, slot: str) -> Reducer:
+        """How repeated values of a slot combine (a duplicate row is folded, not counted twice)."""
+        ...
+
+    def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
+        """The instance's window quantities (statistics field prefix -> value) from its slots."""
+        ...
+
+    def thresholds(self, quantity: str) -> tuple[float, ...]:
+        """Values t for which `quantity|ge:<t>` counts the instances with value >= t."""
+        ...
+
+
+@dataclass
+class State:
+    minute: int
+    slots: dict[str, float] = field(default_factory=dict)
+
+    def encode(self) -> str:
+        return ";".join([str(self.minute), *(f"{s}={v!r}" for s, v in sorted(self.slots.items()))])
+
+    @classmethod
+    def decode(cls, text: str) -> State:
+        minute, *pairs = text.split(";")
+        slots = {}
+        for pair in pairs:
+            slot, _, value = pair.rpartition("=")
+            slots[slot] = float(value)
+        return cls(int(minute), slots)
+
+
+def _reduce(how: Reducer, a: float, b: float) -> float:
+    return min(a, b) if how == "min" else max(a, b)
+
+
+def merge(spec: InstanceSpec, old: State | None, new: State) -> State:
+    """old and new folded: each slot reduced, the earlier minute kept."""
+    if old is None:
+        return State(new.minute, dict(new.slots))
+    slots = dict(old.slots)
+    for slot, v in new.slots.items():
+        slots[slot] = _reduce(spec.reducer(slot), slots[slot], v) if slot in slots else v
+    return State(min(old.minute, new.minute), slots)
+
+
+def fold_rows(spec: InstanceSpec, rows: Iterable[Row]) -> dict[str, State]:
+    """A batch's rows reduced per instance (before anything is read from Redis)."""
+    out: dict[str, State] = {}
+    for row in rows:
+        out[row.instance] = merge(spec, out.get(row.instance), State(row.minute, {row.slot: row.value}))
+    return out
+
+
+def _contribute(spec: InstanceSpec, instance: str, state: State, sign: int, out: dict[int, Stats]) -> None:
+    st = out.setdefault(state.minute, Stats())
+    for q, v in spec.derive(instance, state.slots).items():
+        st.incr(f"{q}|n", sign)
+        st.add(f"{q}|sum", sign * v)
+        st.add(f"{q}|sumsq", sign * v * v)
+        for t in spec.thresholds(q):
+            if v >= t:
+                st.incr(f"{q}|ge:{t:g}", sign)
+
+
+def deltas(spec: InstanceSpec, instance: str, old: State | None, new: State, out: dict[int, Stats]) -> None:
+    """Add to `out` (by minute) what changes in the aggregates when the instance goes from old to new."""
+    if old is not None:
+        if old.minute == new.minute and spec.derive(instance, old.slots) == spec.derive(instance, new.slots):
+            return
+        _contribute(spec, instance, old, -1, out)
+    _contribute(spec, instance, new, +1, out)
+
+
+def aggregate(spec: InstanceSpec, states: Mapping[str, State]) -> dict[int, Stats]:
+    """The aggregates of final states computed from scratch: what streaming must add up to."""
+    out: dict[int, Stats] = {}
+    for instance, state in states.items():
+        _contribute(spec, instance, state, +1, out)
+    return out
+
+
+@dataclass
+class Plan:
+    """What one apply writes: state-hash ops (key -> ttl, op triples) and aggregate deltas by minute."""
+
+    hashes: dict[str, tuple[int, list[Any]]]
+    by_minute: dict[int, Stats]
+
+
+class InstanceStore:
+    """Reads the instances a batch touches and plans the compare-and-set apply of its rows."""
+
+    def __init__(
+        self,
+        client: Any,
+        keys: Keys,
+        family: str,
+        ttl_s: int,
+        cap: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.r = client
+        self.keys = keys
+        self.family = family
+        self.ttl_s = ttl_s
+        self.cap = cap
+        self.clock = clock
+
+    def live_days(self, now: float) -> list[int]:
+        """Days whose hash may still exist, and tomorrow (another replica's clock may be ahead)."""
+        return list(range(math.floor((now - self.ttl_s) / DAY), math.floor(now / DAY) + 2))
+
+    def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float) -> Plan:
+        if not rows:
+            return Plan({}, {})
+        now = self.clock()
+        days = self.live_days(now)
+        shard_keys = [self.keys.instances(model, self.family, d) for d in days]
+        parts = fold_rows(spec, rows)
+        names = sorted(parts)
+        row_counts = Counter(r.instance for r in rows)
+        pipe = self.r.pipeline(transaction=False)
+        for key in shard_keys:
+            pipe.hmget(key, [COUNT_FIELD, *names])
+        replies = pipe.execute()
+        found: dict[str, tuple[int, bytes]] = {}
+        live = 0
+        for i, reply in enumerate(replies):
+            live += int(reply[0] or 0)
+            for name, raw in zip(names, reply[1:], strict=True):
+                if raw is not None and name not in found:
+                    found[name] = (i, raw)
+
+        today = days.index(math.floor(now / DAY))
+        ops: list[list[Any]] = [[] for _ in days]
+        by_minute: dict[int, Stats] = {}
+        room = self.cap - live
+        created = 0
+        for name in names:
+            part = parts[name]
+            hit = found.get(name)
+            if hit is None:
+                if created >= room:
+                    by_minute.setdefault(part.minute, Stats()).incr(OVER_CAP, row_counts[name])
+                    continue
+                for shard_ops in ops:
+                    shard_ops += ("!", name, "")
+                created += 1
+                new = merge(spec, None, part)
+                ops[today] += ("s", name, new.encode())
+                deltas(spec, name, None, new, by_minute)
+                continue
+            shard, raw = hit
+            text = raw.decode()
+            old = State.decode(text)
+            new = merge(spec, old, part)
+            ops[shard] += ("=", name, text)
+            if new.encode() != text:
+                ops[shard] += ("s", name, new.encode())
+                deltas(spec, name, old, new, by_minute)
+        if created:
+            ops[today] += ("i", COUNT_FIELD, created)
+        late = sum(1 for r in rows if r.minute * 60 < accept_s - self.ttl_s)
+        if late:
+            by_minute.setdefault(min(r.minute for r in rows), Stats()).incr(LATE, late)
+        hashes = {
+            key: (max(1, (day + 1) * DAY + self.ttl_s - int(now)), shard_ops)
+            for key, day, shard_ops in zip(shard_keys, days, ops, strict=True)
+            if shard_ops
+        }
+        return Plan(hashes, by_minute)

@@ -1,0 +1,245 @@
+"""Calibration family: HELM's ece_10_bin and friends, per scenario, from mergeable histograms.
+
+Input per unperturbed prediction: p = `confidence`, else the probability of the choice equal to the
+(stripped) output, else the highest choice probability; y = the client's `correct`, else HELM's
+strict exact_match over the references. HELM computes calibration per perturbation context and
+shows the unperturbed one, so perturbed rows are skipped; summarization rows are skipped unless
+the client judged them (HELM has no calibration for them).
+
+State per (scenario, time bucket): exact moments (n, sum y, sum p, sum p^2, sum p*y: accuracy, mean
+confidence, ece_1_bin, Brier), plus
+- the exact histogram: distinct confidence (its repr) -> count, and -> correct count; capped at
+  EXACT_CAP distinct values per bucket, past which it turns "over" for good (stats.py);
+- the grid: GRID cells ((k-1)/GRID, k/GRID] -> count, correct count and sum of confidences.
+A window whose buckets are all exact gets HELM's numbers exactly; otherwise the grid gives them,
+with `ece_10_bin_error_bound` (and bounds for the selective metrics) reported beside: only the
+cells in which an equal-mass chunk boundary falls can be split differently than HELM splits them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from holistic.families import FamilyFold, ScenarioPart, prediction_minute
+from holistic.intervals import Z95, normal
+from holistic.metric_values import plain, proportion, with_interval
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import OVER, Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.profile_pb2 import (
+    DIMENSION_KIND_CALIBRATION,
+    Dimension,
+    FamilyReport,
+    Metric,
+    MetricSignature,
+    ReliabilityBin,
+    ReliabilityCurve,
+)
+from metric_services.calibration_metrics import (
+    Points,
+    ece_equal_mass,
+    ece_equal_width,
+    platt_fit,
+    recalibrated,
+    selective,
+)
+from metric_services.reference_metrics import exact_match
+
+NAME = "calibration"
+VERSION = "1"
+EXACT_CAP = 2048
+GRID = 2000
+MIN_SAMPLES = 300  # HELM: ece_10_bin "is unreliable below about 300 examples"
+SKIPS = {
+    "perturbed": "perturbed variants (HELM shows the unperturbed context)",
+    "no_confidence": "no confidence or choice probabilities",
+    "no_label": "no references and no client judgement",
+    "summarization": "summarization without a client judgement (HELM has no calibration for it)",
+}
+
+
+def confidence_of(p: pb.Prediction) -> float | None:
+    if p.HasField("confidence"):
+        return p.confidence + 0.0  # -0.0 -> 0.0: one key per value
+    if not p.choice_probabilities:
+        return None
+    out = p.output.strip()
+    for cp in p.choice_probabilities:
+        if cp.choice.strip() == out:
+            return cp.probability + 0.0
+    return max(cp.probability for cp in p.choice_probabilities) + 0.0
+
+
+def label_of(p: pb.Prediction) -> int | None:
+    if p.HasField("correct"):
+        return 1 if p.correct else 0
+    if not p.references:
+        return None
+    return 1 if any(exact_match(ref, p.output) for ref in p.references) else 0
+
+
+def cell_of(p: float) -> int:
+    return math.ceil(p * GRID)
+
+
+def _skip_reason(p: pb.Prediction) -> str | None:
+    if p.HasField("perturbation"):
+        return "perturbed"
+    if p.task == pb.TASK_SUMMARIZATION and not p.HasField("correct"):
+        return "summarization"
+    return None
+
+
+class CalibrationFamily:
+    name = NAME
+    version = VERSION
+
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+        accept_s = envelope.accept_time.seconds
+        out: dict[int, Stats] = defaultdict(Stats)
+        for p in envelope.predictions:
+            at = p.produced_at
+            st = out[prediction_minute(at.seconds, at.nanos, accept_s)]
+            scn = p.scenario
+            st.incr(f"{scn}|rows")
+            reason = _skip_reason(p)
+            conf = label = None
+            if reason is None:
+                conf = confidence_of(p)
+                label = label_of(p) if conf is not None else None
+                reason = "no_confidence" if conf is None else "no_label" if label is None else None
+            if reason is not None:
+                st.incr(f"{scn}|skip:{reason}")
+                continue
+            assert conf is not None and label is not None
+            st.incr(f"{scn}|n")
+            st.incr(f"{scn}|y", label)
+            st.add(f"{scn}|p", conf)
+            st.add(f"{scn}|pp", conf * conf)
+            st.add(f"{scn}|py", conf * label)
+            key, cell = repr(conf), str(cell_of(conf))
+            st.bump(f"{scn}|xn", key, 1, cap=EXACT_CAP)
+            st.bump(f"{scn}|gn", cell)
+            st.bump(f"{scn}|gp", cell, conf)
+            if label:
+                st.bump(f"{scn}|xy", key, 1, cap=EXACT_CAP)
+                st.bump(f"{scn}|gy", cell)
+        return dict(out)
+
+    def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+        by_scn: dict[str, dict[str, float]] = defaultdict(dict)
+        for k, v in stats.items():
+            scn, _, rest = k.partition("|")
+            by_scn[scn][rest] = v
+        report = FamilyReport(family=NAME, signature=self.signature(model, settings))
+        parts: dict[str, ScenarioPart] = {}
+        eces: list[tuple[str, float, float, float]] = []
+        skipped: dict[str, int] = defaultdict(int)
+        for scn in sorted(by_scn):
+            f = by_scn[scn]
+            report.count += int(f.get("rows", 0))
+            for reason in SKIPS:
+                skipped[reason] += int(f.get(f"skip:{reason}", 0))
+            if not f.get("n"):
+                continue
+            metrics, curve, ece, bound = _scenario_metrics(scn, f)
+            parts[scn] = ScenarioPart(metrics=metrics, count=int(f["n"]))
+            report.reliability_curves.append(curve)
+            eces.append((scn, ece, bound, f["n"]))
+        report.skipped = sum(skipped.values())
+        report.skipped_reason = "; ".join(f"{n} {SKIPS[r]}" for r, n in skipped.items() if n)
+        dim = Dimension(
+            kind=DIMENSION_KIND_CALIBRATION,
+            definition="1 - ece_10_bin (HELM: equal-mass bins, top-label, plug-in), averaged over scenarios; "
+            f"marked low-confidence when a scenario has fewer than {MIN_SAMPLES} predictions with a confidence.",
+        )
+        if not eces:
+            dim.absent_reason = "no predictions with a confidence and a label (references or correct) in this window"
+        else:
+            mean_ece = sum(e for _, e, _, _ in eces) / len(eces)
+            dim.score = 1 - mean_ece
+            dim.count = int(sum(n for *_, n in eces))
+            dim.low_confidence = any(n < MIN_SAMPLES for *_, n in eces)
+            dim.metrics.append(plain("ece_10_bin", NAME, mean_ece, dim.count, lower_is_better=True))
+            bound = sum(b for _, _, b, _ in eces) / len(eces)
+            dim.metrics.append(plain("ece_10_bin_error_bound", NAME, bound, dim.count, lower_is_better=True))
+            for scn, e, _, n in eces:
+                dim.metrics.append(plain(f"ece_10_bin[{scn}]", NAME, e, n, lower_is_better=True))
+            report.metrics.extend(dim.metrics[:2])
+        return FamilyFold(report=report, scenarios=parts, dimensions=[dim])
+
+    def signature(self, model: str, settings: Settings) -> MetricSignature:
+        options = {
+            "ece": "equal-mass-10,top-label,plugin",
+            "label": "correct|exact_match",
+            "exact_cap": str(EXACT_CAP),
+            "grid": str(GRID),
+            "ties": "expected-over-orders",
+        }
+        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
+        return MetricSignature(family=NAME, version=VERSION, options=options, text=text)
+
+
+def _bins(f: dict[str, float], prefix: str) -> dict[str, float]:
+    n = len(prefix)
+    return {k[n:]: v for k, v in f.items() if k.startswith(prefix)}
+
+
+def points_of(f: dict[str, float]) -> Points:
+    """Exact points when every bucket kept its exact histogram, else the grid cells."""
+    if f"xn|{OVER}" not in f and f"xy|{OVER}" not in f:
+        counts = {float(k): v for k, v in _bins(f, "xn|").items()}  # repr(p): one key per value
+        correct = {float(k): v for k, v in _bins(f, "xy|").items()}
+        return Points.exact(counts, correct)
+    cells = {int(k): v for k, v in _bins(f, "gn|").items()}
+    correct_cells = {int(k): v for k, v in _bins(f, "gy|").items()}
+    sums = {int(k): v for k, v in _bins(f, "gp|").items()}
+    return Points.grid(cells, correct_cells, sums, GRID)
+
+
+def _scenario_metrics(scn: str, f: dict[str, float]) -> tuple[list[Metric], ReliabilityCurve, float, float]:
+    n, y, sp, spp, spy = f["n"], f.get("y", 0.0), f.get("p", 0.0), f.get("pp", 0.0), f.get("py", 0.0)
+    pts = points_of(f)
+    exact = pts.lo is None
+    em = ece_equal_mass(pts)
+    sel = selective(pts)
+    out = [
+        plain("ece_10_bin", NAME, em.ece, n, lower_is_better=True),
+        plain("ece_10_bin_error_bound", NAME, em.error_bound, n, lower_is_better=True),
+        plain("ece_1_bin", NAME, abs(sp / n - y / n), n, lower_is_better=True),
+        plain("ece_equal_width_10_bin", NAME, ece_equal_width(pts), n, lower_is_better=True),
+        plain("brier_score", NAME, (spp - 2 * spy + y) / n, n, lower_is_better=True),
+        plain("selective_cov_acc_area", NAME, sel.area, n),
+        plain("selective_acc@10", NAME, sel.acc_at_10, n),
+        proportion("calibration_accuracy", NAME, y, n),
+    ]
+    max_prob = plain("max_prob", NAME, sp / n, n)
+    lo, hi = normal(n, sp, spp, Z95)
+    out.append(with_interval(max_prob, max(lo, 0.0), min(hi, 1.0), "normal"))
+    if not exact:
+        out.append(plain("selective_cov_acc_area_error_bound", NAME, sel.area_bound, n))
+        out.append(plain("selective_acc@10_error_bound", NAME, sel.acc_bound, n))
+    if 0 < y < n:
+        coef, intercept = platt_fit(pts)
+        cal = recalibrated(pts, coef, intercept)
+        out += [
+            plain("platt_coef", NAME, coef, n),
+            plain("platt_intercept", NAME, intercept, n),
+            plain("platt_ece_10_bin", NAME, ece_equal_mass(cal).ece, n, lower_is_better=True),
+            plain("platt_ece_1_bin", NAME, abs(float(cal.s.sum()) / n - y / n), n, lower_is_better=True),
+        ]
+    else:  # HELM: all labels equal, no fit, both recalibrated ECEs 0
+        out += [plain("platt_ece_10_bin", NAME, 0.0, n), plain("platt_ece_1_bin", NAME, 0.0, n)]
+    curve = ReliabilityCurve(scenario=scn, binning="equal_mass", exact=exact)
+    for lower, upper, count, sum_p, sum_y in em.bins:
+        curve.bins.append(
+            ReliabilityBin(
+                lower=lower, upper=upper, count=int(count), mean_confidence=sum_p / count, accuracy=sum_y / count
+            )
+        )
+    return out, curve, em.ece, em.error_bound
+
+
+FAMILY = CalibrationFamily()

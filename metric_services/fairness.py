@@ -1,0 +1,129 @@
+"""Fairness family: HELM's worst case over fairness perturbations, and group fairness.
+
+Counterfactual (HELM): per instance the lowest main-metric score among its original and its
+fairness variants (dialect, gender, names, ...), mean over instances, then over scenarios
+(metric_services/worst_case.py). Group fairness: per `groups` tag (key=value) the scenario's main
+metric over the unperturbed predictions that carry it; a value's score is the unweighted mean over
+the scenarios it appears in (as the accuracy axis averages scenarios). Per key: the max gap
+(best - worst), the ratio worst / best and the worst value, over values with at least
+HOLISTIC_FAIRNESS_MIN_GROUP_COUNT predictions. The fairness axis is the lower of the
+counterfactual worst case and the worst group's score (each alone when the other is absent);
+both raw values are in the dimension's metrics.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from holistic.families import FamilyFold, Partial
+from holistic.metric_values import plain
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.profile_pb2 import DIMENSION_KIND_FAIRNESS, GroupBreakdown, GroupValue, Metric, MetricSignature
+from metric_services import worst_case
+from metric_services.main_metric import main_metric, majority_task
+from metric_services.perturbation_family import fold_worst_case, signature
+
+NAME = "fairness"
+VERSION = "1"
+GROUP_DEFINITION = (
+    "unweighted mean over scenarios of the scenario's main metric over unperturbed predictions with this tag"
+)
+
+
+def _group_hook(st: Stats, p: pb.Prediction, base: str, score: float) -> None:
+    for key, value in p.groups.items():
+        prefix = f"{base}|g|{key}={value}"
+        st.incr(f"{prefix}|n")
+        st.add(f"{prefix}|sum", score)
+        st.add(f"{prefix}|sumsq", score * score)
+
+
+class FairnessFamily:
+    name = NAME
+    version = VERSION
+
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
+        return worst_case.compute(envelope, settings, pb.PERTURBATION_FAMILY_FAIRNESS, _group_hook)
+
+    def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+        fold, counterfactual = fold_worst_case(NAME, DIMENSION_KIND_FAIRNESS, "", stats, settings)
+        fold.report.signature.CopyFrom(self.signature(model, settings))
+        fold.groups = group_breakdowns(stats, settings)
+        eligible = [(b, v) for b in fold.groups for v in b.values if not v.too_few]
+        worst = min(eligible, key=lambda bv: bv[1].metric.value, default=None)
+        dim = fold.dimensions[0]
+        dim.definition = (
+            "The lower of (a) HELM's counterfactual fairness: mean over scenarios of the mean over instances of "
+            "the worst main-metric score among the original and its fairness-perturbed variants, and (b) the "
+            "worst group's score (main metric over predictions tagged with that group, mean over scenarios; "
+            f"groups with at least {settings.fairness_min_group_count} predictions)."
+        )
+        candidates: list[Metric] = []
+        if counterfactual is not None:
+            cf = Metric()
+            cf.CopyFrom(counterfactual)
+            cf.name = "counterfactual_fairness"
+            candidates.append(cf)
+        if worst is not None:
+            wg = Metric()
+            wg.CopyFrom(worst[1].metric)
+            wg.name = f"worst_group[{worst[0].key}={worst[1].value}]"
+            candidates.append(wg)
+        for b in fold.groups:
+            if b.best_value:
+                fold.report.metrics.append(plain(f"group_max_gap[{b.key}]", NAME, b.max_gap, 0, lower_is_better=True))
+        if candidates:
+            chosen = min(candidates, key=lambda m: m.value)
+            dim.ClearField("absent_reason")
+            dim.score = chosen.value
+            dim.count = chosen.count
+            dim.ClearField("interval")
+            if chosen.HasField("interval"):
+                dim.interval.CopyFrom(chosen.interval)
+            for m in reversed(candidates):
+                dim.metrics.insert(0, m)
+            dim.metrics.extend(m for m in fold.report.metrics if m.name.startswith("group_max_gap"))
+        return fold
+
+    def signature(self, model: str, settings: Settings) -> MetricSignature:
+        sig = signature(NAME, VERSION, settings)
+        sig.options["min_group_count"] = str(settings.fairness_min_group_count)
+        sig.options["axis"] = "min(counterfactual,worst_group)"
+        sig.text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(sig.options.items()))
+        return sig
+
+
+def group_breakdowns(stats: Folded, settings: Settings) -> list[GroupBreakdown]:
+    per: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
+    for scn, f in worst_case.split_scenarios(stats).items():
+        if scn.startswith("#"):
+            continue
+        metric = main_metric(scn, majority_task(f), settings)
+        prefix = f"{metric}|g|"
+        for k in f:
+            if k.startswith(prefix) and k.endswith("|n"):
+                tag = k[len(prefix) : -2]
+                key, _, value = tag.partition("=")
+                per[(key, value)].append(worst_case.moments(f, prefix + tag))
+    out: dict[str, GroupBreakdown] = {}
+    for (key, value), parts in sorted(per.items()):
+        b = out.setdefault(key, GroupBreakdown(key=key, definition=GROUP_DEFINITION))
+        m = worst_case.macro(f"group[{key}={value}]", NAME, parts)
+        b.values.append(GroupValue(value=value, metric=m, too_few=m.count < settings.fairness_min_group_count))
+    for b in out.values():
+        eligible = [v for v in b.values if not v.too_few]
+        if not eligible:
+            continue
+        best = max(eligible, key=lambda v: v.metric.value)
+        worst = min(eligible, key=lambda v: v.metric.value)
+        b.best_value, b.worst_value = best.value, worst.value
+        b.max_gap = best.metric.value - worst.metric.value
+        if best.metric.value > 0:
+            b.worst_to_best_ratio = worst.metric.value / best.metric.value
+    return list(out.values())
+
+
+FAMILY = FairnessFamily()

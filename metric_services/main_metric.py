@@ -1,0 +1,45 @@
+"""A scenario's main metric (HELM's choice per task) and one prediction's score on it.
+
+Shared by the accuracy family (which picks the main metric at fold time) and the families that
+need a per-prediction score: robustness and fairness take the worst case of this score over an
+instance's perturbations, and group fairness averages it per group.
+"""
+
+from __future__ import annotations
+
+from holistic.settings import Settings
+from holistic.v1 import prediction_pb2 as pb
+from metric_services.reference_metrics import METRICS, scores
+
+MAIN_METRIC_BY_TASK = {
+    pb.TASK_MULTIPLE_CHOICE: "exact_match",
+    pb.TASK_CLASSIFICATION: "quasi_exact_match",
+    pb.TASK_OPEN_QA: "f1_score",
+    pb.TASK_FREE_GENERATION: "f1_score",
+    pb.TASK_SUMMARIZATION: "rouge_2",
+}
+DEFAULT_MAIN_METRIC = "quasi_exact_match"
+_INDEX = {name: i for i, name in enumerate(METRICS)}
+
+
+def main_metric(scenario: str, task: int, settings: Settings) -> str:
+    """HOLISTIC_MAIN_METRICS' choice for the scenario, else HELM's choice for the task."""
+    return settings.main_metrics.get(scenario) or MAIN_METRIC_BY_TASK.get(task, DEFAULT_MAIN_METRIC)
+
+
+def prediction_score(p: pb.Prediction, metric: str) -> float | None:
+    """The prediction's value of `metric`: the client's `correct` where given (1 or 0), else the
+    reference metric over its references; None when neither applies (no references, or a metric
+    such as rouge_2 that another family computes)."""
+    if p.HasField("correct"):
+        return 1.0 if p.correct else 0.0
+    i = _INDEX.get(metric)
+    if i is None or not p.references:
+        return None
+    return scores(list(p.references), p.output)[i]
+
+
+def majority_task(fields: dict[str, float]) -> int:
+    """The task most of a scenario's predictions carry, from its "task:<n>" counts (ties: lowest)."""
+    tasks = {int(k[5:]): v for k, v in fields.items() if k.startswith("task:")}
+    return max(tasks, key=lambda t: (tasks[t], -t)) if tasks else pb.TASK_UNSPECIFIED

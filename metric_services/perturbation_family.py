@@ -1,0 +1,80 @@
+"""The fold robustness and fairness share: scenarios' worst cases, the report and the dimension."""
+
+from __future__ import annotations
+
+from holistic.families import FamilyFold
+from holistic.instances import LATE, OVER_CAP
+from holistic.metric_values import plain
+from holistic.settings import Settings
+from holistic.stats import Folded
+from holistic.v1.profile_pb2 import Dimension, FamilyReport, Metric, MetricSignature
+from metric_services.worst_case import ScenarioWorst, macro, split_scenarios, variant_macros
+
+
+def fold_worst_case(
+    family: str, kind: int, definition: str, stats: Folded, settings: Settings
+) -> tuple[FamilyFold, Metric | None]:
+    """The family's fold; also the macro worst-case metric (None when no scenario has one)."""
+    by_scn = split_scenarios(stats)
+    report = FamilyReport(family=family)
+    scenarios: list[ScenarioWorst] = []
+    unscored: dict[str, int] = {}
+    for scn in sorted(s for s in by_scn if not s.startswith("#")):
+        sw = ScenarioWorst(scn, by_scn[scn], settings, family, family)
+        report.count += sw.rows
+        if sw.unscored:
+            unscored[f"{scn} ({sw.metric})"] = sw.unscored
+        scenarios.append(sw)
+    over_cap, late = int(stats.num(OVER_CAP)), int(stats.num(LATE))
+    report.skipped = sum(unscored.values()) + over_cap
+    reasons = []
+    if unscored:
+        reasons.append(
+            "no score for the main metric (no references or client judgement, or a metric another family "
+            "computes): " + ", ".join(f"{k}: {v}" for k, v in unscored.items())
+        )
+    if over_cap:
+        reasons.append(f"{over_cap} rows of new instances past HOLISTIC_INSTANCE_CAP")
+    report.skipped_reason = "; ".join(reasons)
+    scored = [s for s in scenarios if s.value is not None]
+    parts = {s.scn: s.part for s in scenarios}
+    dim = Dimension(kind=kind, definition=definition)
+    overall = None
+    if scored:
+        overall = macro(family, family, [s.value for s in scored])  # type: ignore[misc]
+        report.metrics.append(overall)
+        report.metrics.extend(variant_macros(scored, family))
+        instances = sum(s.instances for s in scored)
+        report.metrics.append(plain("instances", family, instances, instances))
+        report.metrics.append(
+            plain("instances_without_original", family, instances - sum(s.with_original for s in scored), instances)
+        )
+        report.metrics.append(plain("rows_later_than_instance_ttl", family, late, late))
+        dim.score = overall.value
+        dim.count = overall.count
+        if overall.HasField("interval"):
+            dim.interval.CopyFrom(overall.interval)
+        for s in scored:
+            m = Metric()
+            m.CopyFrom(s.part.metrics[0])
+            m.name = f"{family}[{s.scn}:{s.metric}]"
+            dim.metrics.append(m)
+        dim.metrics.extend(m for m in report.metrics if m.name.endswith("_worst"))
+    else:
+        dim.absent_reason = f"no scored predictions for the {family} family in this window" + (
+            f" ({report.skipped_reason})" if report.skipped_reason else ""
+        )
+    return FamilyFold(report=report, scenarios=parts, dimensions=[dim]), overall
+
+
+def signature(family: str, version: str, settings: Settings) -> MetricSignature:
+    options = {
+        "score": "main-metric|correct",
+        "worst": "min(original,variants)",
+        "instance_ttl_s": str(settings.instance_ttl_s),
+        "instance_cap": str(settings.instance_cap),
+    }
+    if settings.main_metrics:
+        options["main_overrides"] = ",".join(f"{k}={v}" for k, v in sorted(settings.main_metrics.items()))
+    text = f"{family}|v:{version}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
+    return MetricSignature(family=family, version=version, options=options, text=text)

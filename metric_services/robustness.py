@@ -1,0 +1,44 @@
+"""Robustness family: HELM's worst case of the main metric over robustness perturbations.
+
+Per instance, the lowest score among its original and its robustness variants (typos, casing,
+contractions, whitespace, ...); per scenario the mean over instances; the robustness axis is the
+unweighted mean over scenarios, as the accuracy axis is. metric_services/worst_case.py has the
+definitions and holistic/instances.py the per-instance state that joins rows in any order.
+"""
+
+from __future__ import annotations
+
+from holistic.families import FamilyFold, Partial
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import Folded
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.profile_pb2 import DIMENSION_KIND_ROBUSTNESS, MetricSignature
+from metric_services import worst_case
+from metric_services.perturbation_family import fold_worst_case, signature
+
+NAME = "robustness"
+VERSION = "1"
+DEFINITION = (
+    "Mean over scenarios of the mean over instances of the worst main-metric score among the original "
+    "and its robustness-perturbed variants (HELM); an instance without variants counts with its own score."
+)
+
+
+class RobustnessFamily:
+    name = NAME
+    version = VERSION
+
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
+        return worst_case.compute(envelope, settings, pb.PERTURBATION_FAMILY_ROBUSTNESS)
+
+    def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+        fold, _ = fold_worst_case(NAME, DIMENSION_KIND_ROBUSTNESS, DEFINITION, stats, settings)
+        fold.report.signature.CopyFrom(self.signature(model, settings))
+        return fold
+
+    def signature(self, model: str, settings: Settings) -> MetricSignature:
+        return signature(NAME, VERSION, settings)
+
+
+FAMILY = RobustnessFamily()

@@ -1,0 +1,124 @@
+"""Summarization family: ROUGE, sacrebleu BLEU and chrF, extractiveness, offline semantic similarity.
+
+Scores predictions whose task is TASK_SUMMARIZATION; the others are acknowledged and counted as
+skipped. rouge.py (rouge-score's ROUGE, exactly), corpus_scores.py (sacrebleu from sufficient
+statistics), fragments.py (coverage, density, compression against `source`), encoder.py (the
+sentence-embedding proxy), scoring.py (a batch's statistics) and report.py (the fold). A
+summarization scenario's accuracy is its mean ROUGE-2 F (HELM's choice); the rest goes to the
+family report and the per-scenario breakdown.
+"""
+
+from __future__ import annotations
+
+from holistic.families import FamilyFold, ScenarioPart
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.profile_pb2 import FamilyReport, Metric, MetricSignature
+from metric_services.summarization import corpus_scores, report
+from metric_services.summarization.encoder import INSTALL_HINT, MAX_TOKENS, MODEL_NAME
+from metric_services.summarization.scoring import score_batch
+
+NAME = report.NAME
+VERSION = "1"
+MAIN_METRIC = "rouge_2"
+SEMANTIC_OFF = {
+    "disabled": "the worker runs with HOLISTIC_SUMMARIZATION_SEMANTIC=off",
+    "unavailable": f"no sentence-embedding model on the worker ({INSTALL_HINT}, or HOLISTIC_SUMMARIZATION_MODEL)",
+}
+
+
+class SummarizationFamily:
+    name = NAME
+    version = VERSION
+
+    def prepare(self, settings: Settings) -> None:
+        """Load the embedding model at worker start: with HOLISTIC_SUMMARIZATION_SEMANTIC=on, fail there."""
+        from metric_services.summarization.encoder import encoder_for
+
+        encoder_for(settings)
+
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+        return score_batch(envelope, settings)
+
+    def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+        scenarios = sorted({k[:-2] for k in stats if k.endswith("|n") and k.count("|") == 1})
+        parts: dict[str, ScenarioPart] = {}
+        per_metric: dict[str, list[tuple[Metric, float]]] = {}
+        all_bleu: dict[int, list[float]] = {}
+        all_chrf: dict[int, list[float]] = {}
+        summaries = unscored = with_refs = 0
+        for scn in scenarios:
+            f = stats.with_prefix(scn + "|")
+            n = int(f.get("n", 0))
+            summaries += n
+            unscored += int(f.get("unscored", 0))
+            ref_n = f.get("ref|n", 0.0)
+            with_refs += int(ref_n)
+            main = settings.main_metrics.get(scn) or MAIN_METRIC
+            part = ScenarioPart(count=n, task=pb.TASK_SUMMARIZATION, main_metric=main)
+            for m, var in report.scenario_means(f):
+                part.metrics.append(m)
+                per_metric.setdefault(m.name, []).append((m, var))
+            bleu, chrf = report.corpus_groups(f)
+            part.metrics.extend(report.corpus_metrics(bleu, chrf, ref_n))
+            report.merge_groups(all_bleu, bleu)
+            report.merge_groups(all_chrf, chrf)
+            part.accuracy = report.scenario_accuracy(f, main)
+            parts[scn] = part
+
+        other = int(stats.num("other"))
+        skipped = unscored + other
+        reasons = []
+        if other:
+            reasons.append(f"{other} not summarization tasks")
+        if unscored:
+            reasons.append(f"{unscored} with neither references nor source")
+        rep = FamilyReport(
+            family=NAME,
+            count=summaries + other,
+            skipped=skipped,
+            skipped_reason="; ".join(reasons),
+            signature=self.signature_of(stats, settings),
+        )
+        for name, mv in per_metric.items():
+            rep.metrics.append(report.macro(name, mv))
+        rep.metrics.extend(report.corpus_metrics(all_bleu, all_chrf, with_refs))
+        truncation = report.truncation_metric(stats.num("sem|texts"), stats.num("sem|truncated"))
+        if truncation is not None:
+            rep.metrics.append(truncation)
+        if summaries and not any(m.startswith("semantic_") for m in per_metric):
+            off = stats.with_prefix("sem_off|")
+            why = "; ".join(f"{SEMANTIC_OFF.get(code, code)} ({int(c)} predictions)" for code, c in sorted(off.items()))
+            why = why or "no summary with a reference or a source to compare with"
+            for metric in report.SEMANTIC.values():
+                rep.absent_metrics[metric] = why
+        return FamilyFold(report=rep, scenarios=parts)
+
+    def signature(self, model: str, settings: Settings) -> MetricSignature:
+        return self.signature_of(Folded(), settings)
+
+    def signature_of(self, stats: Folded, settings: Settings) -> MetricSignature:
+        """How the numbers were made, from what the workers recorded (sacrebleu version, model hash)."""
+        nrefs = [int(k.rsplit("|", 1)[1]) for k in stats if k.count("|") == 2 and k.split("|")[1] == "nrefs"]
+        impl = stats.with_prefix("impl|")
+        versions = sorted(k.split(":", 1)[1] for k in impl if k.startswith("sacrebleu:"))
+        bleu_sig, chrf_sig = corpus_scores.signatures(nrefs or [1], versions)
+        models = sorted((k[len("model:") :] for k in impl if k.startswith("model:")), key=lambda h: -impl[f"model:{h}"])
+        options = {
+            "rouge": "rouge-score-0.1.2|porter-stem|max-over-references|rougeL:sentence-lcs",
+            "bleu": bleu_sig,
+            "chrf": chrf_sig,
+            "fragments": "newsroom-greedy|tokens:regex-lowercase|source",
+            "semantic": f"{MODEL_NAME}|mean-pool|l2|max-tokens:{MAX_TOKENS}|cosine" if models else "off",
+        }
+        if len(models) > 1:
+            options["semantic_models"] = ",".join(models)
+        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
+        return MetricSignature(
+            family=NAME, version=VERSION, options=options, model_sha256=models[0] if models else "", text=text
+        )
+
+
+FAMILY = SummarizationFamily()

@@ -1,0 +1,128 @@
+"""Folds merged summarization statistics into metrics, per scenario and for the family's report.
+
+Means (ROUGE, fragment statistics, semantic similarity) carry a normal 95 % interval per scenario
+and are macro-averaged over scenarios in the family report (as HELM's group cells average run
+means), with propagated intervals. BLEU and chrF are corpus scores: per scenario over its
+predictions, and in the family report over all summarization predictions of the window, with
+the jackknife interval of corpus_scores.py. A scenario's accuracy candidate is its main metric
+(rouge_2 unless HOLISTIC_MAIN_METRICS names rouge_1 or rouge_l), where a prediction carrying the
+client's `correct` counts with that judgement instead, as in the accuracy family.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from holistic.families import ScenarioAccuracy
+from holistic.intervals import mean_of_means, mean_var
+from holistic.metric_values import mean, plain, proportion, with_interval
+from holistic.v1.profile_pb2 import Interval, Metric
+from metric_services.summarization import corpus_scores, rouge
+from metric_services.summarization.scoring import FRAGMENT_STATS
+
+NAME = "summarization"
+ROUGE_MAINS = {t: f"{t}_f" for t in rouge.TYPES}
+SEMANTIC = {"sem_ref": "semantic_similarity_reference", "sem_src": "semantic_similarity_source"}
+
+
+def _mean(name: str, f: dict[str, float], prefix: str, n: float, clip: tuple[float, float]) -> Metric:
+    return mean(name, NAME, n, f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0), clip=clip)
+
+
+def scenario_means(f: dict[str, float]) -> list[tuple[Metric, float]]:
+    """(metric, variance of its mean) for every mean-type metric the scenario has data for."""
+    out: list[tuple[Metric, float]] = []
+
+    def add(name: str, prefix: str, n: float) -> None:
+        if n:
+            m = _mean(name, f, prefix, n, bounds(name))
+            out.append((m, mean_var(n, f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0))[1]))
+
+    ref_n = f.get("ref|n", 0.0)
+    for t in rouge.TYPES:
+        add(t, f"ref|{t}_f", ref_n)
+        add(f"{t}_precision", f"ref|{t}_p", ref_n)
+        add(f"{t}_recall", f"ref|{t}_r", ref_n)
+    for name in FRAGMENT_STATS:
+        add(name, f"src|{name}", f.get("src|n", 0.0))
+    for prefix, name in SEMANTIC.items():
+        add(name, prefix, f.get(f"{prefix}|n", 0.0))
+    return out
+
+
+def corpus_groups(f: dict[str, float]) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+    """BLEU and chrF statistics per jackknife group, from the corpus histogram's bins."""
+    bleu: dict[int, list[float]] = defaultdict(lambda: [0.0] * corpus_scores.BLEU_WIDTH)
+    chrf: dict[int, list[float]] = defaultdict(lambda: [0.0] * corpus_scores.CHRF_WIDTH)
+    for key, v in f.items():
+        if key.startswith("corpus|"):
+            group, stat = key[len("corpus|") :].split(":")
+            target = bleu if stat[0] == "b" else chrf
+            target[int(group)][int(stat[1:])] += v
+    return dict(bleu), dict(chrf)
+
+
+def corpus_metrics(bleu: dict[int, list[float]], chrf: dict[int, list[float]], n: float) -> list[Metric]:
+    out = []
+    for name, groups, score in (
+        ("bleu", bleu, corpus_scores.bleu_from_stats),
+        ("chrf", chrf, corpus_scores.chrf_from_stats),
+    ):
+        if groups:
+            out.append(_corpus_metric(name, groups, score, n))
+    return out
+
+
+def _corpus_metric(
+    name: str, groups: dict[int, list[float]], score: Callable[[Sequence[float]], float], n: float
+) -> Metric:
+    value, lo, hi = corpus_scores.jackknife(groups, score, (0.0, 100.0))
+    return with_interval(plain(name, NAME, value, n), lo, hi, "jackknife")
+
+
+def merge_groups(into: dict[int, list[float]], more: dict[int, list[float]]) -> None:
+    for g, values in more.items():
+        mine = into.setdefault(g, [0.0] * len(values))
+        for k, v in enumerate(values):
+            mine[k] += v
+
+
+def scenario_accuracy(f: dict[str, float], main: str) -> ScenarioAccuracy | None:
+    """Mean ROUGE F of the main type over unjudged predictions, plus the client's judgements."""
+    unjudged_n = f.get("unjudged|n", 0.0)
+    if main not in ROUGE_MAINS or not unjudged_n:
+        return None  # another family's metric, or only judgements (the accuracy family reports those)
+    judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
+    field = f"unjudged|{ROUGE_MAINS[main]}"
+    n = unjudged_n + judged_n
+    s = f.get(f"{field}|sum", 0.0) + judged_sum
+    ss = f.get(f"{field}|sumsq", 0.0) + judged_sum
+    return ScenarioAccuracy(
+        metric=mean("accuracy", NAME, n, s, ss, clip=(0.0, 1.0)), source=main, variance=mean_var(n, s, ss)[1]
+    )
+
+
+def macro(name: str, parts: list[tuple[Metric, float]]) -> Metric:
+    """Unweighted mean over scenarios of their means; count is the predictions behind them."""
+    value, lo, hi = mean_of_means([(m.value, var) for m, var in parts])
+    m = Metric(name=name, family=NAME, value=value, count=sum(p.count for p, _ in parts))
+    if lo > float("-inf"):
+        low, high = bounds(name)
+        m.interval.CopyFrom(Interval(lower=max(lo, low), upper=min(hi, high), level=0.95, method="propagated"))
+    return m
+
+
+def bounds(name: str) -> tuple[float, float]:
+    """The range a mean-type metric's values lie in, for clipping its interval."""
+    if name.startswith("semantic_"):
+        return (-1.0, 1.0)
+    if name in ("density", "compression"):
+        return (0.0, float("inf"))
+    return (0.0, 1.0)
+
+
+def truncation_metric(texts: float, truncated: float) -> Metric | None:
+    if not texts:
+        return None
+    return proportion("semantic_truncated_share", NAME, truncated, texts, lower_is_better=True)

@@ -1,0 +1,174 @@
+"""One batch's summarization statistics: what compute() emits, per minute and scenario.
+
+Per scenario (fields prefixed "<scenario>|"):
+  n, unscored                        summarization predictions; those with neither references nor source
+  ref|n, ref|<type>_<p|r|f>|sum/sumsq  ROUGE (rouge.py), max over references
+  unjudged|n, unjudged|<type>_f|...  ROUGE F of predictions without the client's `correct`
+  judged|n, judged|sum               the client's judgements (they count for accuracy instead)
+  src|n, src|<fragment stat>|...     coverage, density, compression against `source`
+  sem_ref|…, sem_src|…               cosine of sentence embeddings (count, sum, sum of squares)
+  corpus histogram                   BLEU/chrF sufficient statistics, bin "<group>:b<k>" / "<group>:c<k>"
+  nrefs histogram                    predictions by number of references (the sacrebleu signature)
+Family-wide: other (predictions of other tasks), sem|texts, sem|truncated, and histograms
+sem_off (predictions left without semantic similarity, by reason) and impl (the sacrebleu
+version and the embedding model's sha256 that made the numbers).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import sacrebleu
+
+from holistic.families import prediction_minute
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import HIST_SUFFIX, Stats
+from holistic.v1 import prediction_pb2 as pb
+from metric_services.summarization import corpus_scores, rouge
+from metric_services.summarization.encoder import encoder_for
+from metric_services.summarization.fragments import fragment_stats
+
+log = logging.getLogger("holistic.summarization")
+
+FRAGMENT_STATS = ("coverage", "density", "compression")
+_PARTS = ("precision", "recall", "fmeasure")
+_SUFFIX = {"precision": "p", "recall": "r", "fmeasure": "f"}
+
+
+@dataclass
+class _Row:
+    minute: int
+    scenario: str
+    id: str
+    output: str
+    references: list[str]
+    source: str | None
+    judged: bool | None
+
+
+def _moments(st: Stats, field: str, value: float) -> None:
+    st.add(field + "|sum", value)
+    st.add(field + "|sumsq", value * value)
+
+
+def score_batch(envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+    accept_s = envelope.accept_time.seconds
+    out: dict[int, Stats] = defaultdict(Stats)
+    rows: list[_Row] = []
+    for p in envelope.predictions:
+        at = p.produced_at
+        minute = prediction_minute(at.seconds, at.nanos, accept_s)
+        if p.task != pb.TASK_SUMMARIZATION:
+            out[minute].incr("other")
+            continue
+        source = p.source if p.HasField("source") and p.source.strip() else None
+        judged = p.correct if p.HasField("correct") else None
+        rows.append(_Row(minute, p.scenario, p.id, p.output.strip(), list(p.references), source, judged))
+    accs: dict[tuple[int, str], Stats] = defaultdict(Stats)
+    for row in rows:
+        acc = accs[(row.minute, row.scenario)]
+        acc.incr("n")
+        if not row.references and row.source is None:
+            acc.incr("unscored")
+        if row.judged is not None:
+            acc.incr("judged|n")
+            acc.incr("judged|sum", int(row.judged))
+    _lexical(rows, accs)
+    _corpus(rows, accs)
+    _semantic(rows, accs, out, settings)
+    for (minute, scn), acc in accs.items():
+        _emit(out[minute], scn, acc)
+    return dict(out)
+
+
+def _lexical(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
+    for row in rows:
+        acc = accs[(row.minute, row.scenario)]
+        if row.references:
+            scores = rouge.score(row.references, row.output)
+            acc.incr("ref|n")
+            unjudged = row.judged is None
+            if unjudged:
+                acc.incr("unjudged|n")
+            for name, s in zip(rouge.TYPES, scores, strict=True):
+                for part in _PARTS:
+                    _moments(acc, f"ref|{name}_{_SUFFIX[part]}", getattr(s, part))
+                if unjudged:
+                    _moments(acc, f"unjudged|{name}_f", s.fmeasure)
+        if row.source is not None:
+            frag = fragment_stats(row.output, row.source)
+            acc.incr("src|n")
+            for name in FRAGMENT_STATS:
+                _moments(acc, f"src|{name}", getattr(frag, name))
+
+
+def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
+    scored = [r for r in rows if r.references]
+    if not scored:
+        return
+    bleu, chrf = corpus_scores.segment_statistics([r.output for r in scored], [r.references for r in scored])
+    for row, b, c in zip(scored, bleu, chrf, strict=True):
+        acc = accs[(row.minute, row.scenario)]
+        g = corpus_scores.group_of(row.id)
+        for tag, values in (("b", b), ("c", c)):
+            for k, v in enumerate(values):
+                if v:
+                    acc.bump("corpus", f"{g}:{tag}{k}", int(v))
+        acc.bump("nrefs", str(len(row.references)))
+
+
+def _semantic(rows: list[_Row], accs: dict[tuple[int, str], Stats], out: dict[int, Stats], settings: Settings) -> None:
+    wanted = [r for r in rows if any(r.references) or r.source is not None]
+    if not wanted:
+        return
+    available = encoder_for(settings)
+    if available.encoder is None:
+        code = available.reason.split(":", 1)[0]
+        if code != "disabled":
+            log.warning("semantic similarity off: %s", available.reason)
+        for r in wanted:
+            out[r.minute].bump("sem_off", code)
+        return
+    encoder = available.encoder
+    index: dict[str, int] = {}
+    for r in wanted:
+        if r.output:
+            for text in (r.output, *[t for t in r.references if t], *([r.source] if r.source else [])):
+                index.setdefault(text, len(index))
+    vectors = np.zeros((0, 0), dtype=np.float32)
+    if index:
+        encoded = encoder.encode(list(index))
+        vectors = encoded.vectors
+        minute = wanted[0].minute
+        out[minute].incr("sem|texts", encoded.computed)
+        if encoded.truncated:
+            out[minute].incr("sem|truncated", encoded.truncated)
+    for r in wanted:
+        acc = accs[(r.minute, r.scenario)]
+        out[r.minute].bump("impl", f"model:{encoder.sha256}")
+        refs = [t for t in r.references if t]
+        out_vec = vectors[index[r.output]] if r.output else None
+        if refs:
+            best = max(float(vectors[index[t]] @ out_vec) for t in refs) if out_vec is not None else 0.0
+            acc.incr("sem_ref|n")
+            _moments(acc, "sem_ref", best)
+        if r.source is not None:
+            value = float(vectors[index[r.source]] @ out_vec) if out_vec is not None else 0.0
+            acc.incr("sem_src|n")
+            _moments(acc, "sem_src", value)
+
+
+def _emit(st: Stats, scn: str, acc: Stats) -> None:
+    for f, n in acc.ints.items():
+        st.incr(f"{scn}|{f}", n)
+    for f, v in acc.floats.items():
+        st.add(f"{scn}|{f}", v)
+    for f, bins in acc.hists.items():
+        for b, n in bins.items():
+            st.bump(f"{scn}|{f.removesuffix(HIST_SUFFIX)}", b, n)
+    if acc.ints.get("ref|n"):
+        st.bump("impl", f"sacrebleu:{sacrebleu.__version__}", acc.ints["ref|n"])

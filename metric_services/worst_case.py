@@ -1,0 +1,170 @@
+"""HELM's worst case over perturbations (metric.py compute_worst_case_metrics), shared by the
+robustness and fairness families, on holistic/instances.py's per-instance state.
+
+A prediction's score is its scenario's main metric (metric_services/main_metric.py: the client's
+`correct` where given). An instance is (scenario, main metric, id): the unperturbed row has slot
+"o", a variant of the family's kind (perturbation.family) slot "p:<name>" under its original_id.
+Per instance, with S its slots' scores:
+- worst = min(S): an instance without variants counts with its own score (HELM), one without its
+  original (never sent, not yet arrived, or expired) with its variants' worst;
+- per perturbation name: worst = min(original, variant), before = original (when both arrived),
+  perturbed = the variant alone.
+Run value = mean over instances. A duplicate row (same instance, same slot) is folded with min,
+not counted twice (HELM asserts there is none). The main metric is fixed when a row is applied
+(it is part of the instance key): a HOLISTIC_MAIN_METRICS change applies to rows applied after it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+
+from holistic.families import Partial, ScenarioPart, prediction_minute
+from holistic.instances import SEP, Reducer, Row
+from holistic.intervals import mean_of_means, mean_var
+from holistic.metric_values import mean
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.settings import Settings
+from holistic.stats import Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.profile_pb2 import Interval, Metric
+from metric_services.main_metric import main_metric, majority_task, prediction_score
+
+ORIGINAL = "o"
+VARIANT = "p:"
+
+
+class WorstCaseSpec:
+    """InstanceSpec: every slot reduced with min; quantities as in the module docstring."""
+
+    def reducer(self, slot: str) -> Reducer:
+        return "min"
+
+    def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
+        scn, metric, _ = instance.split(SEP, 2)
+        base = f"{scn}|{metric}"
+        out = {f"{base}|worst": min(slots.values())}
+        o = slots.get(ORIGINAL)
+        if o is not None:
+            out[f"{base}|orig"] = o
+        for slot, v in slots.items():
+            if slot.startswith(VARIANT):
+                name = f"{base}|{slot}"
+                out[f"{name}|worst"] = v if o is None else min(o, v)
+                out[f"{name}|perturbed"] = v
+                if o is not None:
+                    out[f"{name}|before"] = o
+        return out
+
+    def thresholds(self, quantity: str) -> tuple[float, ...]:
+        return ()
+
+
+SPEC = WorstCaseSpec()
+RowHook = Callable[[Stats, pb.Prediction, str, float], None]
+
+
+def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHook | None = None) -> Partial:
+    """Rows of the batch for the instances, and per scenario: rows, tasks, unscored, other kind."""
+    accept_s = envelope.accept_time.seconds
+    out: dict[int, Stats] = defaultdict(Stats)
+    rows: list[Row] = []
+    for p in envelope.predictions:
+        at = p.produced_at
+        minute = prediction_minute(at.seconds, at.nanos, accept_s)
+        st = out[minute]
+        scn = p.scenario
+        st.incr(f"{scn}|rows")
+        st.incr(f"{scn}|task:{p.task}")
+        perturbed = p.HasField("perturbation")
+        if perturbed and p.perturbation.family != kind:
+            st.incr(f"{scn}|other_kind")
+            continue
+        metric = main_metric(scn, p.task, settings)
+        score = prediction_score(p, metric)
+        if score is None:
+            st.incr(f"{scn}|unscored:{metric}")
+            continue
+        if perturbed:
+            pert = p.perturbation
+            rows.append(Row(SEP.join((scn, metric, pert.original_id)), VARIANT + pert.name, score, minute))
+        else:
+            rows.append(Row(SEP.join((scn, metric, p.id)), ORIGINAL, score, minute))
+            if hook is not None:
+                hook(st, p, f"{scn}|{metric}", score)
+    return Partial(dict(out), SPEC, rows)
+
+
+def split_scenarios(stats: Folded) -> dict[str, dict[str, float]]:
+    by_scn: dict[str, dict[str, float]] = defaultdict(dict)
+    for k, v in stats.items():
+        scn, _, rest = k.partition("|")
+        by_scn[scn][rest] = v
+    return by_scn
+
+
+def mean_metric(name: str, family: str, f: Mapping[str, float], prefix: str) -> Metric | None:
+    n = f.get(f"{prefix}|n", 0.0)
+    if n <= 0:
+        return None
+    m = mean(name, family, n, f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0), clip=(0.0, 1.0))
+    return m
+
+
+def macro(name: str, family: str, parts: list[tuple[float, float, float]]) -> Metric:
+    """Unweighted mean over scenarios of (value, variance of the mean, count)."""
+    value, lo, hi = mean_of_means([(v, var) for v, var, _ in parts])
+    m = Metric(name=name, family=family, value=value, count=int(sum(n for *_, n in parts)))
+    if lo > float("-inf"):
+        m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
+    return m
+
+
+def moments(f: Mapping[str, float], prefix: str) -> tuple[float, float, float]:
+    """(mean, variance of the mean, count) of a quantity."""
+    n = f[f"{prefix}|n"]
+    value, var = mean_var(n, f[f"{prefix}|sum"], f.get(f"{prefix}|sumsq", 0.0))
+    return value, var, n
+
+
+class ScenarioWorst:
+    """One scenario's worst case (and per perturbation) under its current main metric."""
+
+    def __init__(self, scn: str, f: dict[str, float], settings: Settings, family: str, label: str) -> None:
+        self.scn = scn
+        self.task = majority_task(f)
+        self.metric = main_metric(scn, self.task, settings)
+        self.rows = int(f.get("rows", 0))
+        self.unscored = int(sum(v for k, v in f.items() if k.startswith("unscored:")))
+        self.part = ScenarioPart(count=self.rows, task=self.task, main_metric=self.metric)
+        base = f"{self.metric}|"
+        q = {k[len(base) :]: v for k, v in f.items() if k.startswith(base)}
+        self.value: tuple[float, float, float] | None = None
+        self.variants: dict[str, dict[str, tuple[float, float, float]]] = {}
+        if q.get("worst|n", 0) > 0:
+            self.value = moments(q, "worst")
+            self.part.metrics.append(mean_metric(label, family, q, "worst"))  # type: ignore[arg-type]
+            self.instances = int(q["worst|n"])
+            self.with_original = int(q.get("orig|n", 0))
+            for key in sorted(q):
+                if key.startswith(VARIANT) and key.endswith("|worst|n"):
+                    name = key[len(VARIANT) : -len("|worst|n")]
+                    vq = {k2: q[k2] for k2 in q if k2.startswith(f"{VARIANT}{name}|")}
+                    entry = self.variants.setdefault(name, {})
+                    for what in ("worst", "before", "perturbed"):
+                        prefix = f"{VARIANT}{name}|{what}"
+                        if vq.get(f"{prefix}|n", 0) > 0:
+                            entry[what] = moments(vq, prefix)
+                            self.part.metrics.append(mean_metric(f"{name}_{what}", family, vq, prefix))  # type: ignore[arg-type]
+
+
+def variant_macros(scenarios: list[ScenarioWorst], family: str) -> list[Metric]:
+    """Per perturbation name: worst / before / perturbed, averaged over the scenarios that have it."""
+    names = sorted({n for s in scenarios for n in s.variants})
+    out = []
+    for name in names:
+        for what in ("worst", "before", "perturbed"):
+            parts = [s.variants[name][what] for s in scenarios if what in s.variants.get(name, {})]
+            if parts:
+                out.append(macro(f"{name}_{what}", family, parts))
+    return out

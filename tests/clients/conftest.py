@@ -1,0 +1,116 @@
+"""Fixtures for the clients' live tests: workers running in threads, the dashboard, a real Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from holistic.settings import Settings
+from holistic_dashboard.server import Dashboard
+from metric_services.runner import Worker
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def need_tool(path: str, install: str) -> None:
+    """Skip here when a tool is missing; fail under CI, where ./dev test installs it."""
+    if shutil.which(path) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is not installed ({install}); ./dev test installs it")
+        pytest.skip(f"{path} is not installed ({install})")
+
+
+class LiveWorkers:
+    """One worker per family, each looping in its own thread as `holistic worker` does."""
+
+    def __init__(self, settings: Settings, redis_socket: str, families: tuple[str, ...]) -> None:
+        fast = settings.model_copy(update={"block_ms": 50})
+        self.clients = [redis.Redis(unix_socket_path=redis_socket) for _ in families]
+        self.workers = [Worker(f, fast, c) for f, c in zip(families, self.clients, strict=True)]
+        self.threads = [threading.Thread(target=w.run, daemon=True) for w in self.workers]
+        for t in self.threads:
+            t.start()
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stopping.set()
+        for t in self.threads:
+            t.join(10)
+        for c in self.clients:
+            c.close()
+
+
+@pytest.fixture
+def live_workers(settings: Settings, redis_server: str) -> Iterator[LiveWorkers]:
+    workers = LiveWorkers(settings, redis_server, ("accuracy", "efficiency"))
+    yield workers
+    workers.stop()
+
+
+class DashboardThread:
+    """The dashboard server on its own event loop in a thread, on a free port."""
+
+    def __init__(self, target: str, token: str | None) -> None:
+        self.dashboard = Dashboard(target, token, poll_s=0.2)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.url = self._run(self.dashboard.start("127.0.0.1", 0))
+
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def stop(self) -> None:
+        self._run(self.dashboard.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def make_dashboard() -> Iterator[Callable[..., DashboardThread]]:
+    started: list[DashboardThread] = []
+
+    def make(target: str, token: str | None = None) -> DashboardThread:
+        d = DashboardThread(target, token)
+        started.append(d)
+        return d
+
+    yield make
+    for d in started:
+        d.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Debian's chromedriver: nothing is downloaded."""
+    need_tool(CHROMIUM, "apt-get install -y chromium")
+    need_tool(CHROMEDRIVER, "apt-get install -y chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile_dir = Path(tempfile.mkdtemp(prefix="holistic-chromium-"))
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1500,2000", f"--user-data-dir={profile_dir}"):  # fmt: skip
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile_dir, ignore_errors=True)

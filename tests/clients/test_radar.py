@@ -1,0 +1,132 @@
+"""`holistic radar`: one polygon per model, absent axes drawn as gaps (never 0), identical bytes per profile."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from holistic.cli import main
+from holistic.profile import AXES
+from holistic.v1 import profile_pb2 as pp
+from holistic_client.radar import present_runs, radar_data, radar_figure, render
+from tests.conftest import drain
+from tests.factories import prediction
+
+
+def profile(model: str, scores: dict[str, float], n: int) -> pp.Profile:
+    p = pp.Profile(model=model)
+    p.counts.window_predictions = n
+    for kind, name in AXES:
+        d = p.dimensions.add(kind=kind)
+        if name in scores:
+            d.score = scores[name]
+        else:
+            d.absent_reason = f"no {name} metric service runs in this deployment"
+    return p
+
+
+ATLAS = profile("atlas", {"accuracy": 0.8, "calibration": 0.7, "fairness": 0.5, "efficiency": 0.6}, 1200)
+SWIFT = profile("swift", {"accuracy": 0.6, "efficiency": 0.95}, 900)
+
+
+@pytest.mark.parametrize(
+    ("values", "runs"),
+    [
+        ([1, 1, 1], [[0, 1, 2]]),  # all present: one closed run
+        ([None, None], []),
+        # absent at 1: the run starts after it and wraps round: 2, 3, 0
+        ([1, None, 1, 1], [[2, 3, 0]]),
+        # absent at 1 and 3: two single points
+        ([1, None, 1, None], [[2], [0]]),
+    ],
+)
+def test_present_runs_break_at_absent_axes(values, runs):
+    assert present_runs(values) == runs
+
+
+def test_radar_data_keeps_absent_as_none():
+    axes, series = radar_data([ATLAS, SWIFT])
+    assert axes == ["accuracy", "calibration", "robustness", "fairness", "bias", "toxicity", "efficiency"]
+    assert series[0].values == (0.8, 0.7, None, 0.5, None, None, 0.6)
+    assert series[1].values == (0.6, None, None, None, None, None, 0.95)
+    assert (series[0].predictions, series[1].predictions) == (1200, 900)
+
+
+def test_absent_axes_are_gaps_and_never_zero():
+    fig = radar_figure([ATLAS, SWIFT], "t")
+    ax = fig.axes[0]
+    step = 2 * math.pi / 7
+    lines = {ln.get_gid(): ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("series-")}
+    # atlas: present at 0 (accuracy), 1 (calibration), 3 (fairness), 6 (efficiency).
+    # Runs, starting after the first absent axis (2): [3] (fairness alone), then [6, 0, 1]
+    # (efficiency -> accuracy -> calibration): nothing joins calibration to fairness across the
+    # absent robustness axis, nor fairness to efficiency across bias and toxicity.
+    theta, r = lines["series-0-run-0"].get_data()
+    assert [round(t / step, 6) for t in theta] == [3] and list(r) == [0.5]
+    theta, r = lines["series-0-run-1"].get_data()
+    assert [round(t / step, 6) for t in theta] == [6, 0, 1]
+    assert list(r) == [0.6, 0.8, 0.7]
+    # swift: accuracy and efficiency are neighbours on the circle: one run, efficiency -> accuracy.
+    theta, r = lines["series-1-run-0"].get_data()
+    assert [round(t / step, 6) for t in theta] == [6, 0] and list(r) == [0.95, 0.6]
+    assert set(lines) == {"series-0-run-0", "series-0-run-1", "series-1-run-0"}
+    for ln in lines.values():  # no vertex of any model at 0
+        assert min(ln.get_data()[1]) > 0
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[2] == "robustness\n(no data)" and labels[0] == "accuracy"
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [
+        "atlas (n=1,200); absent: robustness, bias, toxicity",
+        "swift (n=900); absent: calibration, robustness, fairness, bias, toxicity",
+    ]
+
+
+def test_a_complete_profile_is_one_closed_filled_polygon():
+    full = profile("full", {name: 0.5 for _, name in AXES}, 10)
+    ax = radar_figure([full], "t").axes[0]
+    theta, r = next(ln for ln in ax.get_lines() if ln.get_gid() == "series-0-run-0").get_data()
+    assert len(theta) == 8 and theta[0] == theta[-1] and list(r) == [0.5] * 8
+    assert len(ax.patches) == 1  # the fill
+
+
+def test_svg_marks_the_absent_axis_and_has_no_date():
+    svg = render([ATLAS, SWIFT], "svg").decode()
+    assert 'id="series-0-run-0"' in svg and 'id="series-1-run-0"' in svg
+    assert "(no data)" in svg and "robustness" in svg
+    assert "<dc:date>" not in svg and "Matplotlib" not in svg.split("<dc:format>")[0][-400:]
+
+
+def test_same_profiles_same_bytes():
+    assert render([ATLAS, SWIFT], "svg") == render([ATLAS, SWIFT], "svg")
+    png = render([ATLAS, SWIFT], "png")
+    assert png == render([ATLAS, SWIFT], "png")
+    assert png.startswith(b"\x89PNG") and b"Software" not in png and b"matplotlib" not in png.lower()
+    assert render([ATLAS, SWIFT], "svg") != render([SWIFT, ATLAS], "svg")
+
+
+def test_cli_radar_is_deterministic_across_processes(gateway, make_worker, client, tmp_path):
+    client.submit([prediction(f"a{i}", latency_s=0.5 + i) for i in range(4)], model="m-a")
+    client.submit([prediction(f"b{i}", output="Rome", latency_s=0.2) for i in range(3)], model="m-b")
+    drain(make_worker("accuracy"), make_worker("efficiency"))
+    args = ["radar", "m-a", "m-b", "--window", "24h", "--target", gateway.address]
+    first = tmp_path / "one.svg"
+    result = CliRunner().invoke(main, [*args, "-o", str(first)])
+    assert result.exit_code == 0, result.output
+    second = tmp_path / "two.svg"
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    done = subprocess.run([sys.executable, "-m", "holistic", *args, "-o", str(second)], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert first.read_bytes() == second.read_bytes()
+    svg = first.read_text()
+    assert "m-a (n=4)" in svg and "m-b (n=3)" in svg and "last day" in svg
+    png = tmp_path / "r.png"
+    assert CliRunner().invoke(main, [*args, "-o", str(png)]).exit_code == 0
+    assert png.read_bytes().startswith(b"\x89PNG")
+    bad = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "r.pdf")])
+    assert bad.exit_code == 2 and ".svg or .png" in bad.output

@@ -1,0 +1,193 @@
+"""Per-instance state: reduced slots, minute attribution, aggregate deltas, compare-and-set apply."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+
+import pytest
+
+from holistic.families import one_pass
+from holistic.instances import (
+    COUNT_FIELD,
+    LATE,
+    OVER_CAP,
+    SEP,
+    InstanceStore,
+    Row,
+    State,
+    aggregate,
+    deltas,
+    fold_rows,
+    merge,
+)
+from holistic.keys import Keys
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stats import Folded, Stats
+from metric_services.runner import Worker, _Work
+from metric_services.worst_case import SPEC
+from tests.conftest import drain
+from tests.factories import prediction
+
+DAY = 86_400
+NOW = time.time() - 600
+
+
+class MaxToxicity:
+    """A toxicity-like spec: per instance the max over completions, and a threshold count."""
+
+    def reducer(self, slot: str) -> str:
+        return "max"
+
+    def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
+        return {"tox": max(slots.values())}
+
+    def thresholds(self, quantity: str) -> tuple[float, ...]:
+        return (0.5,)
+
+
+def flat(by_minute: dict[int, Stats]) -> dict[int, dict[str, float]]:
+    return {m: dict(Folded.from_stats(st)) for m, st in by_minute.items()}
+
+
+def test_state_round_trips_exactly():
+    s = State(29_000_000, {"o": 1.0, "p:typos": 0.3333333333333333, "p:a=b": 0.1})
+    assert State.decode(s.encode()) == s
+
+
+def test_merge_reduces_each_slot_and_keeps_the_earliest_minute():
+    old = State(10, {"o": 1.0, "p:typos": 0.5})
+    new = merge(SPEC, old, State(7, {"p:typos": 0.2, "p:lower": 1.0}))
+    assert new == State(7, {"o": 1.0, "p:typos": 0.2, "p:lower": 1.0})
+    assert merge(MaxToxicity(), State(3, {"c": 0.4}), State(5, {"c": 0.9})) == State(3, {"c": 0.9})
+
+
+def test_a_variant_lowers_the_worst_case_by_a_delta():
+    inst = SEP.join(("mmlu", "exact_match", "q1"))
+    old = State(100, {"o": 1.0})
+    new = merge(SPEC, old, State(101, {"p:typos": 0.0}))
+    out: dict[int, Stats] = {}
+    deltas(SPEC, inst, old, new, out)
+    f = flat(out)[100]
+    # worst: 1 -> min(1, 0) = 0: n unchanged (+1 - 1), sum 0 - 1 = -1, sumsq 0 - 1 = -1
+    assert f["mmlu|exact_match|worst|n"] == 0 and f["mmlu|exact_match|worst|sum"] == -1.0
+    assert f["mmlu|exact_match|worst|sumsq"] == -1.0
+    # the variant's own quantities appear: worst min(1, 0) = 0, before 1, perturbed 0
+    assert f["mmlu|exact_match|p:typos|worst|n"] == 1 and f["mmlu|exact_match|p:typos|worst|sum"] == 0.0
+    assert f["mmlu|exact_match|p:typos|before|sum"] == 1.0
+    assert f["mmlu|exact_match|orig|n"] == 0  # unchanged: +1 - 1
+
+
+def test_an_earlier_row_moves_the_instance_to_its_minute():
+    inst = SEP.join(("s", "m", "q"))
+    old = State(200, {"p:typos": 0.5})
+    new = merge(SPEC, old, State(150, {"o": 1.0}))
+    out: dict[int, Stats] = {}
+    deltas(SPEC, inst, old, new, out)
+    f = flat(out)
+    assert f[200]["s|m|worst|n"] == -1 and f[200]["s|m|worst|sum"] == -0.5
+    assert f[150]["s|m|worst|n"] == 1 and f[150]["s|m|worst|sum"] == 0.5  # min(1, 0.5)
+    assert f[150]["s|m|orig|sum"] == 1.0
+
+
+def test_thresholds_count_instances_at_or_above():
+    rows = [Row("a", "c", 0.2, 1), Row("a", "c", 0.7, 1), Row("b", "c", 0.5, 1), Row("c", "c", 0.1, 2)]
+    f = flat(aggregate(MaxToxicity(), fold_rows(MaxToxicity(), rows)))
+    # per-instance max: a 0.7, b 0.5 (minute 1), c 0.1 (minute 2); >= 0.5: a and b
+    assert f[1] == {"tox|n": 2, "tox|sum": 1.2, "tox|sumsq": pytest.approx(0.74), "tox|ge:0.5": 2}
+    assert f[2] == {"tox|n": 1, "tox|sum": 0.1, "tox|sumsq": pytest.approx(0.01)}  # nothing >= 0.5
+
+
+def _apply(worker: Worker, store: InstanceStore, rows: list[Row], seq: int, accept_s: float = 0.0) -> int:
+    plan = store.plan("m", SPEC, rows, accept_s)
+    w = _Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", len(rows), {}, None, accept_s)
+    keys, args = worker._apply_args(w, plan.by_minute, plan.hashes)
+    return int(worker.queue.scripts.apply(keys=keys, args=args))
+
+
+def test_a_stale_read_writes_nothing_and_retries(make_worker, settings, r):
+    worker = make_worker("robustness")
+    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", settings.instance_ttl_s, 100)
+    inst = SEP.join(("s", "exact_match", "q"))
+    plan_a = store.plan("m", SPEC, [Row(inst, "o", 1.0, 5)], 0)
+    plan_b = store.plan("m", SPEC, [Row(inst, "p:typos", 0.0, 5)], 0)  # read the same (empty) state
+    assert _apply(worker, store, [Row(inst, "o", 1.0, 5)], 1) == 1 and plan_a.hashes
+    w = _Work("0-2", type("E", (), {"model": "m", "seq": 2})(), "b2", 1, {}, None, 0)
+    keys, args = worker._apply_args(w, plan_b.by_minute, plan_b.hashes)
+    assert int(worker.queue.scripts.apply(keys=keys, args=args)) == -1  # creation raced: nothing written
+    assert not r.getbit(Keys(settings.key_prefix).done("m", "robustness"), 2)
+    assert _apply(worker, store, [Row(inst, "p:typos", 0.0, 5)], 2) == 1  # re-read, re-planned
+    f = Folded.from_hashes([r.hgetall(Keys(settings.key_prefix).stats("m", "robustness", "all"))])
+    assert f["s|exact_match|worst|n"] == 1 and f["s|exact_match|worst|sum"] == 0.0  # min(1, 0), counted once
+    assert f["s|exact_match|orig|sum"] == 1.0
+
+
+def test_state_hashes_expire_after_the_ttl_and_count_their_instances(make_worker, settings, r):
+    worker = make_worker("robustness")
+    now = 100 * DAY + 3600.0
+    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", 2 * DAY, 100, clock=lambda: now)
+    assert store.live_days(now) == [98, 99, 100, 101]
+    rows = [Row(SEP.join(("s", "em", f"q{i}")), "o", 1.0, 5) for i in range(3)]
+    assert _apply(worker, store, rows, 1) == 1
+    key = Keys(settings.key_prefix).instances("m", "robustness", 100)
+    assert int(r.hget(key, COUNT_FIELD)) == 3
+    assert r.ttl(key) == 101 * DAY + 2 * DAY - int(now)  # lives until its day ends, then the TTL
+
+
+def test_the_cap_leaves_new_instances_out_and_counts_their_rows(make_worker, settings, r):
+    worker = make_worker("robustness")
+    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", settings.instance_ttl_s, 2)
+    rows = [Row(SEP.join(("s", "em", q)), slot, 1.0, 5) for q in ("a", "b", "c") for slot in ("o", "p:t")]
+    assert _apply(worker, store, rows, 1) == 1
+    f = Folded.from_hashes([r.hgetall(Keys(settings.key_prefix).stats("m", "robustness", "all"))])
+    assert f["s|em|worst|n"] == 2  # a and b (sorted first) fit under the cap of 2
+    assert f[OVER_CAP] == 2  # both rows of c
+    # an existing instance still takes rows past the cap
+    assert _apply(worker, store, [Row(SEP.join(("s", "em", "a")), "p:t", 0.0, 5)], 2) == 1
+    f = Folded.from_hashes([r.hgetall(Keys(settings.key_prefix).stats("m", "robustness", "all"))])
+    assert f["s|em|worst|sum"] == 1.0  # a: min(1, 1, 0) = 0, b: 1
+
+
+def test_rows_older_than_the_ttl_are_counted_late(make_worker, settings, r):
+    worker = make_worker("robustness")
+    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", DAY, 100)
+    accept_s = 10 * DAY
+    rows = [Row(SEP.join(("s", "em", "a")), "p:t", 1.0, (accept_s - DAY - 120) // 60)]
+    assert _apply(worker, store, rows, 1, accept_s) == 1
+    f = Folded.from_hashes([r.hgetall(Keys(settings.key_prefix).stats("m", "robustness", "all"))])
+    assert f[LATE] == 1
+
+
+def test_concurrent_replicas_give_the_one_pass_aggregates(gateway, make_worker, make_settings, r):
+    """Originals and variants of the same instances in different batches, applied by 3 threads."""
+    from holistic.v1 import prediction_pb2 as pb
+
+    preds = []
+    for i in range(60):
+        preds.append(prediction(f"q{i}", output="Paris" if i % 3 else "Rome", produced_at_s=NOW + i))
+        for name in ("typos", "lowercase"):
+            v = prediction(f"q{i}~{name}", output="Rome" if i % 2 else "Paris", produced_at_s=NOW + i + 1)
+            v.perturbation.name, v.perturbation.original_id = name, f"q{i}"
+            v.perturbation.family = pb.PERTURBATION_FAMILY_ROBUSTNESS
+            preds.append(v)
+    settings = make_settings(read_count=1)
+    with gateway.client() as client:
+        for b in range(0, len(preds), 7):
+            client.submit(preds[b : b + 7], batch_id=f"b{b}", model="m")
+    workers = [make_worker("robustness", settings) for _ in range(3)]
+    threads = [threading.Thread(target=drain, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sum(w.counters.applied for w in workers) == len(range(0, len(preds), 7))
+    env = BatchEnvelope(model="m", predictions=preds)
+    expected = dict(Folded.from_stats(one_pass(workers[0].family, env, settings)))
+    got = Folded.from_hashes([r.hgetall(Keys(settings.key_prefix).stats("m", "robustness", "all"))])
+    nonzero = {k: v for k, v in got.items() if v}
+    assert set(nonzero) == {k for k, v in expected.items() if v}, set(nonzero) ^ {k for k, v in expected.items() if v}
+    assert nonzero == pytest.approx({k: v for k, v in expected.items() if v})
+    # 60 instances; worst is 1 only where the original and both variants are right:
+    # original right unless i % 3 == 0, variants right when i is even -> i in {2,4,8,10,...}: 20 of 60
+    assert got["mmlu|exact_match|worst|n"] == 60 and got["mmlu|exact_match|worst|sum"] == 20

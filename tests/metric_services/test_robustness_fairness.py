@@ -1,0 +1,106 @@
+"""Robustness and fairness: HELM's worst case on hand-worked instances, and group fairness."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from holistic.families import load_family, one_pass
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stats import Folded
+from holistic.v1 import prediction_pb2 as pb
+from tests.conftest import drain
+from tests.factories import prediction
+
+NOW = time.time() - 600
+ROB, FAIR = pb.PERTURBATION_FAMILY_ROBUSTNESS, pb.PERTURBATION_FAMILY_FAIRNESS
+
+
+def variant(original: str, name: str, right: bool, kind: int = ROB, suffix: str = "") -> pb.Prediction:
+    p = prediction(f"{original}~{name}{suffix}", output="Paris" if right else "Rome", produced_at_s=NOW)
+    p.perturbation.name, p.perturbation.family, p.perturbation.original_id = name, kind, original
+    return p
+
+
+def original(pid: str, right: bool, **fields) -> pb.Prediction:
+    return prediction(pid, output="Paris" if right else "Rome", produced_at_s=NOW, **fields)
+
+
+# q1 right, its typo wrong -> 0;  q2 wrong, its typo right -> 0;  q3 right, no variant -> 1 (its own score);
+# q4 never sent, its typo right -> 1 (missing original);  q5 right, typo right and a duplicate typo wrong -> 0.
+ROWS = [
+    original("q1", True), variant("q1", "typos", False),
+    original("q2", False), variant("q2", "typos", True),
+    original("q3", True),
+    variant("q4", "typos", True),
+    original("q5", True), variant("q5", "typos", True), variant("q5", "typos", False, suffix="-again"),
+    variant("q1", "dialect", False, FAIR),  # the other kind: robustness ignores it
+]  # fmt: skip
+
+
+def fold(name: str, preds: list[pb.Prediction], settings):
+    family = load_family(name)
+    env = BatchEnvelope(model="m", predictions=preds)
+    env.accept_time.FromSeconds(int(time.time()))
+    return family.fold(Folded.from_stats(one_pass(family, env, settings)), "m", settings)
+
+
+def test_worst_case_by_hand(settings):
+    f = fold("robustness", ROWS, settings)
+    m = {x.name: x for x in f.report.metrics}
+    assert m["robustness"].value == pytest.approx((0 + 0 + 1 + 1 + 0) / 5)  # 0.4 over 5 instances
+    assert m["typos_worst"].value == pytest.approx((0 + 0 + 1 + 0) / 4)  # instances with a typo variant
+    assert m["typos_before"].value == pytest.approx((1 + 0 + 1) / 3)  # ... and their original
+    assert m["typos_perturbed"].value == pytest.approx((0 + 1 + 1 + 0) / 4)  # q5's duplicate folded by min
+    assert m["instances"].value == 5 and m["instances_without_original"].value == 1
+    assert f.dimensions[0].score == pytest.approx(0.4)
+    assert f.scenarios["mmlu"].main_metric == "exact_match"
+
+
+def test_fairness_counterfactual_and_groups_by_hand(make_settings):
+    settings = make_settings(fairness_min_group_count=2)
+    preds = [
+        original("g1", False, groups={"dialect": "aae"}), original("g2", True, groups={"dialect": "aae"}),
+        original("g3", True, groups={"dialect": "sae"}), original("g4", True, groups={"dialect": "sae"}),
+        original("g5", True, groups={"dialect": "sae", "region": "uk"}),
+        variant("g3", "dialect", False, FAIR), variant("g4", "dialect", True, FAIR),
+    ]  # fmt: skip
+    f = fold("fairness", preds, settings)
+    (dialect,) = [b for b in f.groups if b.key == "dialect"]
+    scores = {v.value: v.metric.value for v in dialect.values}
+    assert scores == {"aae": 0.5, "sae": 1.0}  # aae: (0 + 1) / 2; sae: 3 of 3
+    assert (dialect.worst_value, dialect.best_value, dialect.max_gap) == ("aae", "sae", 0.5)
+    assert dialect.worst_to_best_ratio == 0.5
+    (region,) = [b for b in f.groups if b.key == "region"]
+    assert region.values[0].too_few and not region.worst_value  # 1 prediction < 2
+    # counterfactual: g1 0, g2 1, g3 min(1, 0) = 0, g4 1, g5 1 -> 3 / 5 = 0.6; worst group 0.5 -> axis 0.5
+    dim = f.dimensions[0]
+    named = {m.name: m.value for m in dim.metrics}
+    assert named["counterfactual_fairness"] == pytest.approx(0.6)
+    assert named["worst_group[dialect=aae]"] == pytest.approx(0.5)
+    assert dim.score == pytest.approx(0.5)
+
+
+def test_summarization_without_judgements_is_absent_with_a_reason(settings):
+    p = prediction("s1", scenario="news", task=pb.TASK_SUMMARIZATION, output="A summary.", references=["Ref."])
+    f = fold("robustness", [p], settings)
+    assert not f.dimensions[0].HasField("score")
+    assert "rouge_2" in f.dimensions[0].absent_reason and f.report.skipped == 1
+    judged = prediction("s2", scenario="news", task=pb.TASK_SUMMARIZATION, correct=True)
+    assert fold("robustness", [p, judged], settings).dimensions[0].score == 1.0
+
+
+def test_variants_before_their_original_in_later_batches(gateway, make_worker):
+    """Any order, any batch: the variants arrive first, the original last, on 2 replicas."""
+    workers = [make_worker("robustness"), make_worker("robustness")]
+    with gateway.client() as client:
+        for i, p in enumerate(reversed(ROWS)):
+            client.submit([p], batch_id=f"b{i}", model="m")
+            workers[i % 2].step(block_ms=1)
+        drain(*workers)
+        profile = client.get_profile("m")
+    (dim,) = [d for d in profile.dimensions if d.kind == 3]
+    assert dim.score == pytest.approx(0.4)
+    report = next(f for f in profile.families if f.family == "robustness")
+    assert {m.name: m.value for m in report.metrics}["typos_worst"] == pytest.approx(0.25)
