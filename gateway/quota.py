@@ -31,6 +31,7 @@ class Quotas:
         self.interval_s = interval_s
         self.backlog: dict[str, int] = {}  # tenant -> batches accepted but not applied by every family
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def admit(self, tenant: str, n: int) -> None:
         """Raise Backpressure (RetryInfo) when the tenant is over its rate or its backlog share."""
@@ -79,7 +80,7 @@ class Quotas:
             self.backlog[tenant] = held
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:  # a flag as well as cancel(), as in the backlog monitor
             try:
                 await self.measure()
             except RETRYABLE as exc:
@@ -93,6 +94,7 @@ class Quotas:
             self._task = asyncio.create_task(self._run(), name="tenant-backlog")
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -126,7 +126,10 @@ def worker(family: str) -> None:
 
     settings = _settings()
     _logging(settings)
+    from holistic.observability import serve_metrics
+
     try:
+        serve_metrics(settings.metrics_address)
         run_worker(family, settings, sync_client(settings))
     except ConfigError as exc:  # e.g. a model the family needs at start cannot be loaded
         err.print(f"[red]error:[/red] {escape(str(exc))}")

@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     max_deliveries: int = Field(default=6, ge=1, description="Deliveries before an entry is dead-lettered.")
     max_failures: int = Field(default=3, ge=1, description="Caught exceptions before dead-lettering.")
     recover_interval_s: float = Field(default=5.0, gt=0)
+    worker_shards: Annotated[list[int], NoDecode] = Field(
+        default_factory=list, description="Queue shards this worker reads, comma separated; empty: all."
+    )
     janitor_interval_s: float = Field(default=10.0, gt=0)
 
     # --- Statistics and profiles -----------------------------------------------------------
@@ -131,7 +134,7 @@ class Settings(BaseSettings):
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
 
-    @field_validator("families", mode="before")
+    @field_validator("families", "worker_shards", mode="before")
     @classmethod
     def _csv(cls, value: Any) -> Any:
         return _split_csv(value)
@@ -153,6 +156,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _pairs(self) -> Settings:
+        bad = [n for n in self.worker_shards if not 0 <= n < self.queue_shards]
+        if bad:
+            raise ValueError(f"HOLISTIC_WORKER_SHARDS {bad}: shards are 0..{self.queue_shards - 1}")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("HOLISTIC_TLS_CERT and HOLISTIC_TLS_KEY go together")
         if self.tls_client_ca is not None and self.tls_cert is None:

@@ -132,12 +132,21 @@ class Stack:
     def dashboard_url(self) -> str | None:
         return f"http://{self.dashboard_address}/" if self.dashboard_address else None
 
+    def _metrics_env(self, child: Child) -> dict[str, str]:
+        """With HOLISTIC_METRICS_ADDRESS host:port, child i serves /metrics on port + i."""
+        if not self.settings.metrics_address:
+            return {}
+        host, _, port = self.settings.metrics_address.rpartition(":")
+        return {"HOLISTIC_METRICS_ADDRESS": f"{host}:{int(port) + self.children.index(child)}"}
+
     def _spawn(self, child: Child) -> None:
         out: IO[bytes] | None = None
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             out = child.log_file = open(self.log_dir / f"{child.name}.log", "ab")  # noqa: SIM115
-        child.proc = subprocess.Popen(child.args, env=self._env(), stdout=out, stderr=out)
+        child.proc = subprocess.Popen(
+            child.args, env={**self._env(), **self._metrics_env(child)}, stdout=out, stderr=out
+        )
 
     def supervise_once(self) -> None:
         """Restart any child that died; the work it held is reclaimed by its group's replicas."""
