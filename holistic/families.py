@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 REGISTRY = {
     "accuracy": "metric_services.accuracy",
     "efficiency": "metric_services.efficiency",
+    "toxicity": "metric_services.toxicity",
+    "bias": "metric_services.bias",
 }
 
 
