@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from holistic.classifiers.models_cli import models as models_group
 from holistic.errors import ConfigError
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
 from holistic_client.cli import COMMANDS
@@ -106,11 +107,19 @@ def gateway(address: str | None, processes: int | None) -> None:
 @click.argument("family", type=click.Choice(KNOWN_FAMILIES))
 def worker(family: str) -> None:
     """Run one replica of a metric family's service (start more to scale it)."""
+    from holistic.families import load_family
     from holistic.redis_conn import sync_client
     from metric_services.runner import run_worker
 
     _logging()
     settings = _settings()
+    prepare = getattr(load_family(family), "prepare", None)
+    if prepare is not None:  # load models before reading: a bad model stops here, not in the dead-letter stream
+        try:
+            prepare(settings)
+        except ConfigError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            sys.exit(2)
     run_worker(family, settings, sync_client(settings))
 
 
@@ -176,4 +185,6 @@ def dlq_replay(ids: tuple[str, ...], replay_all: bool) -> None:
 
 
 for _command in COMMANDS:
-    main.add_command(_command)
+    if _command.name != "models":  # wrapped by the classifier-models group below
+        main.add_command(_command)
+main.add_command(models_group)
