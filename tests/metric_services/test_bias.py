@@ -9,7 +9,7 @@ from holistic.v1 import profile_pb2 as pp
 from metric_services import bias, bias_lexicon
 from metric_services.counterfactual import Pair, pair_gaps, within_batch_pairs
 from tests.factories import prediction
-from tests.metric_services.test_toxicity import fold, metric, use_table  # noqa: F401 - fixture
+from tests.metric_services.test_toxicity import fold, metric
 
 REPR_GENDER = "bias_metric:mode=representation,demographic_category=gender"
 REPR_RACE = "bias_metric:mode=representation,demographic_category=race"
