@@ -32,7 +32,7 @@ def training_text() -> list[str]:
 
 
 def build_bert(directory: Path, *, size: dict[str, int] = TINY, vocab_size: int = 1000, max_length: int = 64,
-               seed: int = 0) -> Path:  # fmt: skip
+               seed: int = 0, embedding_rows: int | None = None) -> Path:  # fmt: skip
     """Detoxify `original` layout: BertForSequenceClassification, 6 classes, a WordPiece vocabulary."""
     import torch
     import transformers
@@ -46,7 +46,8 @@ def build_bert(directory: Path, *, size: dict[str, int] = TINY, vocab_size: int 
     tok = transformers.BertTokenizer.from_pretrained(str(directory), model_max_length=max_length)
     assert len(tok) == wp.get_vocab_size(), (len(tok), wp.get_vocab_size())
     tok.save_pretrained(str(directory))
-    config = transformers.BertConfig(vocab_size=len(tok), max_position_embeddings=max(max_length, 512), num_labels=6,
+    rows = max(embedding_rows or 0, len(tok))  # bert-base has 30,522 rows whatever the trained vocabulary
+    config = transformers.BertConfig(vocab_size=rows, max_position_embeddings=max(max_length, 512), num_labels=6,
                                      initializer_range=0.2, **size)  # fmt: skip
     config.save_pretrained(str(directory))
     torch.manual_seed(seed)
