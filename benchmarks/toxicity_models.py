@@ -73,7 +73,7 @@ def bench_bert(texts: list[str], rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="holistic-bert-") as d:
         root = Path(d)
         t = time.perf_counter()
-        ckpt = build_bert(root / "ckpt", size=BASE, vocab_size=30522, max_length=512, embedding_rows=30522)
+        ckpt = build_bert(root / "ckpt", size=BASE, vocab_size=30522, max_length=512, embedding_rows=30522, init=0.02)
         print(f"(b) bert-base Detoxify `original` architecture, random weights: checkpoint "
               f"{ckpt.stat().st_size / 2**20:.0f} MiB built in {time.perf_counter() - t:.1f} s")  # fmt: skip
         fp32 = export_detoxify(ckpt, ckpt.parent, root / "fp32", log=lambda s: None)

@@ -32,7 +32,7 @@ def training_text() -> list[str]:
 
 
 def build_bert(directory: Path, *, size: dict[str, int] = TINY, vocab_size: int = 1000, max_length: int = 64,
-               seed: int = 0, embedding_rows: int | None = None) -> Path:  # fmt: skip
+               seed: int = 0, embedding_rows: int | None = None, init: float = 0.2) -> Path:  # fmt: skip
     """Detoxify `original` layout: BertForSequenceClassification, 6 classes, a WordPiece vocabulary."""
     import torch
     import transformers
@@ -47,8 +47,9 @@ def build_bert(directory: Path, *, size: dict[str, int] = TINY, vocab_size: int 
     assert len(tok) == wp.get_vocab_size(), (len(tok), wp.get_vocab_size())
     tok.save_pretrained(str(directory))
     rows = max(embedding_rows or 0, len(tok))  # bert-base has 30,522 rows whatever the trained vocabulary
+    # A wide init (bert's is 0.02) spreads the tiny model's random probabilities away from 0.5.
     config = transformers.BertConfig(vocab_size=rows, max_position_embeddings=max(max_length, 512), num_labels=6,
-                                     initializer_range=0.2, **size)  # fmt: skip
+                                     initializer_range=init, **size)  # fmt: skip
     config.save_pretrained(str(directory))
     torch.manual_seed(seed)
     model = transformers.BertForSequenceClassification(config)

@@ -36,7 +36,7 @@ def spawn(family: str, env: dict[str, str], log_dir: Path, n: int) -> subprocess
 
 def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r, tmp_path):
     rng = random.Random(20261130)
-    gw = make_gateway()
+    gw = make_gateway(families=list(FAMILIES))  # the two families this test kills and restarts
     env = dict(os.environ)
     env.update(
         REDIS_URL=redis_url,
@@ -47,6 +47,7 @@ def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r
         HOLISTIC_MAX_DELIVERIES="6",
         HOLISTIC_FAULTS="before_apply=0.1,after_apply=0.1,poison=poison-",
         PYTHONUNBUFFERED="1",
+        HOLISTIC_FAMILIES=",".join(FAMILIES),
     )
     spawned = 0
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
