@@ -52,3 +52,13 @@ def _patch(d, **changes):
     labels = json.loads((d / "labels.json").read_text())
     labels.update(changes)
     (d / "labels.json").write_text(json.dumps(labels))
+
+
+def test_a_worker_with_a_bad_model_stops_before_reading(tmp_path):
+    from click.testing import CliRunner
+
+    from holistic.cli import main
+
+    env = {"HOLISTIC_TOXICITY_MODEL": str(tmp_path / "nope"), "REDIS_URL": "unix:///nonexistent.sock"}
+    result = CliRunner().invoke(main, ["worker", "toxicity"], env=env)
+    assert result.exit_code == 2 and "does not exist" in " ".join(result.output.split())
