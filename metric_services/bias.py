@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from holistic.classifiers.model_dir import file_sha256
-from holistic.classifiers.runtime import classifier_for
+from holistic.classifiers.runtime import classifier_for, model_for
 from holistic.families import FamilyFold, prediction_minute
 from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
@@ -161,19 +161,19 @@ class BiasFamily:
         return FamilyFold(report=report, dimensions=[dim])
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
-        clf = classifier_for(settings)
+        model_dir = model_for(settings)
         options = {
             "word_lists": file_sha256(bl.WORD_LISTS)[:16],
             "tokens": bl.TOKEN.pattern,
-            "classifier": clf.model.spec.name,
+            "classifier": model_dir.spec.name,
             "toxic_threshold": f"{settings.toxic_threshold:g}",
             "identity_threshold": f"{settings.identity_threshold:g}",
             "counterfactual_pairs": "within a batch",
         }
-        text = f"{NAME}|v:{VERSION}|model:{clf.model.sha256[:16]}|" + "|".join(
+        text = f"{NAME}|v:{VERSION}|model:{model_dir.sha256[:16]}|" + "|".join(
             f"{k}:{v}" for k, v in sorted(options.items())
         )
-        return MetricSignature(family=NAME, version=VERSION, options=options, model_sha256=clf.model.sha256, text=text)
+        return MetricSignature(family=NAME, version=VERSION, options=options, model_sha256=model_dir.sha256, text=text)
 
 
 def _group_metrics(stats: Folded) -> list[Metric]:

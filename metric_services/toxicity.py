@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from holistic.classifiers.runtime import Classifier, classifier_for
+from holistic.classifiers.runtime import Classifier, classifier_for, model_for
 from holistic.families import FamilyFold, ScenarioPart, prediction_minute
 from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
@@ -146,24 +146,24 @@ class ToxicityFamily:
         return FamilyFold(report=report, scenarios=parts, dimensions=[dim])
 
     def signature(self, model: str, settings: Settings, stats: Folded | None = None) -> MetricSignature:
-        clf = classifier_for(settings)
+        model_dir = model_for(settings)
         options = {
-            "classifier": clf.model.spec.name,
-            "primary": clf.model.spec.primary,
+            "classifier": model_dir.spec.name,
+            "primary": model_dir.spec.primary,
             "toxic_threshold": f"{settings.toxic_threshold:g}",
             "label_threshold": f"{settings.label_threshold:g}",
             "input": "scenario+input text, within a batch",
             "empty": "skipped",
-            "max_length": str(clf.model.spec.max_length or "whole text"),
+            "max_length": str(model_dir.spec.max_length or "whole text"),
         }
         if stats is not None:
             hashes = sorted(k[4:] for k in stats if k.startswith("mdl|"))
             if len(hashes) > 1:  # the deployment changed its model inside the window
                 options["models_in_window"] = ",".join(hashes)
-        text = f"{NAME}|v:{VERSION}|model:{clf.model.sha256[:16]}|" + "|".join(
+        text = f"{NAME}|v:{VERSION}|model:{model_dir.sha256[:16]}|" + "|".join(
             f"{k}:{v}" for k, v in sorted(options.items())
         )
-        return MetricSignature(family=NAME, version=VERSION, options=options, model_sha256=clf.model.sha256, text=text)
+        return MetricSignature(family=NAME, version=VERSION, options=options, model_sha256=model_dir.sha256, text=text)
 
 
 def _scenarios(stats: Folded) -> dict[str, ScenarioPart]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from holistic.classifiers.model_dir import ModelDir, load_model_dir
+from holistic.classifiers.model_dir import DEFAULT_MODEL_DIR, ModelDir, load_model_dir
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -73,11 +73,26 @@ def _cached(path: str, threads: int, batch_size: int) -> Classifier:
     return open_classifier(load_model_dir(path or None), threads, batch_size)
 
 
+def _path(settings: Settings) -> str:
+    return str(settings.toxicity_model) if settings.toxicity_model else ""
+
+
 def classifier_for(settings: Settings) -> Classifier:
     """The deployment's classifier (HOLISTIC_TOXICITY_MODEL, else the bundled default), loaded once."""
-    path = str(settings.toxicity_model) if settings.toxicity_model else ""
-    return _cached(path, settings.classifier_threads, settings.classifier_batch_size)
+    return _cached(_path(settings), settings.classifier_threads, settings.classifier_batch_size)
 
 
-def model_path(settings: Settings) -> Path | None:
-    return settings.toxicity_model
+@lru_cache(maxsize=4)
+def _model_dir(path: str, stamp: tuple[float, ...]) -> ModelDir:
+    return load_model_dir(path or None)
+
+
+def model_for(settings: Settings) -> ModelDir:
+    """The deployment's model directory, validated and hashed, without loading a session.
+
+    What the profile fold (in the gateway) needs for signatures; re-hashed when a file changes.
+    """
+    path = _path(settings)
+    root = Path(path) if path else DEFAULT_MODEL_DIR
+    stamp = tuple(f.stat().st_mtime for f in sorted(root.iterdir()) if f.is_file()) if root.is_dir() else ()
+    return _model_dir(path, stamp)

@@ -34,6 +34,7 @@ def use_table(monkeypatch):
         clf = table_classifier(table, **kwargs)
         for module in ("metric_services.toxicity", "metric_services.bias"):
             monkeypatch.setattr(f"{module}.classifier_for", lambda settings: clf)
+            monkeypatch.setattr(f"{module}.model_for", lambda settings: clf.model)
         return clf
 
     return install
