@@ -111,3 +111,11 @@ def test_pair_gaps_is_pure_and_skips_unscored_halves():
     assert [g.gap for g in gaps] == [0.5] and unscored == 1
     found, unpaired = within_batch_pairs([fair("x~", "x", "t"), prediction("x"), fair("y~", "missing", "t")])
     assert found == [Pair("x", "x~", "gender")] and unpaired == 1
+
+
+def test_hand_worked_race_association(settings):
+    f = fold([prediction("1", output="Wang is a doctor. Garcia is a nurse.")], settings, bias.FAMILY)
+    # Both professions co-occur with (asian 1, hispanic 1, white 0) in the one text; normalized by list
+    # sizes (20, 16, 20): (.05, .0625, 0) -> P = (.4444, .5556, 0); TV = ½(.1111 + .2222 + .3333) = 1/3
+    # for each word, so the mean over the two words is 1/3.
+    assert metric(f, ASSOC_RACE_PROF).value == pytest.approx(1 / 3) and metric(f, ASSOC_RACE_PROF).count == 2
