@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from holistic.classifiers.models_cli import models as models_group
 from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
 from holistic_client.cli import COMMANDS, target_option, token_option
@@ -123,6 +124,7 @@ def gateway(address: str | None, processes: int | None) -> None:
 @click.argument("family", type=click.Choice(KNOWN_FAMILIES))
 def worker(family: str) -> None:
     """Run one replica of a metric family's service (start more to scale it)."""
+    from holistic.families import load_family
     from holistic.redis_conn import sync_client
     from metric_services.runner import run_worker
 
@@ -260,4 +262,6 @@ def perturb(infile: Path, outfile: Path, with_: str, seed: int | None, variants_
 
 
 for _command in COMMANDS:
-    main.add_command(_command)
+    if _command.name != "models":  # wrapped by the classifier-models group below
+        main.add_command(_command)
+main.add_command(models_group)
