@@ -124,7 +124,6 @@ def gateway(address: str | None, processes: int | None) -> None:
 @click.argument("family", type=click.Choice(KNOWN_FAMILIES))
 def worker(family: str) -> None:
     """Run one replica of a metric family's service (start more to scale it)."""
-    from holistic.families import load_family
     from holistic.redis_conn import sync_client
     from metric_services.runner import run_worker
 
