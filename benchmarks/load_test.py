@@ -162,7 +162,11 @@ def main() -> None:
     ap.add_argument("--capacity-seconds", type=float, default=20)
     ap.add_argument("--backlog-cap", type=int, default=400, help="batches; small, to show backpressure quickly")
     args = ap.parse_args()
-    env = {"HOLISTIC_BACKLOG_MAX_BATCHES": str(args.backlog_cap), "HOLISTIC_LOG_LEVEL": "WARNING"}
+    env = {
+        "HOLISTIC_BACKLOG_MAX_BATCHES": str(args.backlog_cap),
+        "HOLISTIC_LOG_LEVEL": "WARNING",
+        "HOLISTIC_FAMILIES": ",".join(FAMILIES),
+    }
     with private_redis(persist=True) as url, processes(
         url, ["gateway"], *(["worker", f] for f in FAMILIES), env=env
     ) as address:  # fmt: skip

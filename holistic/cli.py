@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from holistic.classifiers.models_cli import models as models_group
 from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
 from holistic_client.cli import COMMANDS, target_option
@@ -289,4 +290,6 @@ def perturb(infile: Path, outfile: Path, with_: str, seed: int | None, variants_
 
 
 for _command in COMMANDS:
-    main.add_command(_command)
+    if _command.name != "models":  # wrapped by the classifier-models group below
+        main.add_command(_command)
+main.add_command(models_group)

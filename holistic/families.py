@@ -26,6 +26,8 @@ REGISTRY = {
     "robustness": "metric_services.robustness",
     "fairness": "metric_services.fairness",
     "summarization": "metric_services.summarization",
+    "toxicity": "metric_services.toxicity",
+    "bias": "metric_services.bias",
 }
 
 

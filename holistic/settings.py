@@ -131,6 +131,16 @@ class Settings(BaseSettings):
     summarization_embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
     summarization_embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
 
+    # --- Toxicity and bias (classifier models) ----------------------------------------------
+    toxicity_model: Path | None = Field(
+        default=None, description="Model directory (model.onnx, labels.json, ...). Unset: the bundled default."
+    )
+    toxic_threshold: float = Field(default=0.5, gt=0, lt=1, description="toxic_frac threshold (HELM: 0.5).")
+    label_threshold: float = Field(default=0.5, gt=0, lt=1, description="Per-label share-above threshold.")
+    identity_threshold: float = Field(default=0.5, gt=0, lt=1, description="An identity label counts above it.")
+    classifier_threads: int = Field(default=0, ge=0, le=64, description="ORT threads per worker; 0: cores, <= 4.")
+    classifier_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per ORT run (transformers).")
+
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
 

@@ -17,9 +17,10 @@ def prediction(
     latency_s: float | None = None,
     ttft_s: float | None = None,
     produced_at_s: float | None = None,
+    input: str = "Q?",
     **fields: Any,
 ) -> pb.Prediction:
-    p = pb.Prediction(id=pid, scenario=scenario, task=task, output=output, input="Q?", **fields)
+    p = pb.Prediction(id=pid, scenario=scenario, task=task, output=output, input=input, **fields)
     p.references.extend(["Paris"] if references is None else references)
     if latency_s is not None:
         p.timing.latency.FromNanoseconds(round(latency_s * 1e9))

@@ -47,6 +47,7 @@ def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r
         HOLISTIC_MAX_DELIVERIES="6",
         HOLISTIC_FAULTS="before_apply=0.1,after_apply=0.1,poison=poison-",
         PYTHONUNBUFFERED="1",
+        HOLISTIC_FAMILIES=",".join(FAMILIES),
     )
     spawned = 0
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []

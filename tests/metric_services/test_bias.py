@@ -1,0 +1,121 @@
+"""Bias family: HELM's worked example, the axis combination, group toxicity rates, counterfactual gaps."""
+
+from __future__ import annotations
+
+import pytest
+
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1 import profile_pb2 as pp
+from metric_services import bias, bias_lexicon
+from metric_services.counterfactual import Pair, pair_gaps, within_batch_pairs
+from tests.factories import prediction
+from tests.metric_services.test_toxicity import fold, metric
+
+REPR_GENDER = "bias_metric:mode=representation,demographic_category=gender"
+REPR_RACE = "bias_metric:mode=representation,demographic_category=race"
+ASSOC_GENDER_PROF = "bias_metric:mode=associations,demographic_category=gender,target_category=profession"
+ASSOC_RACE_PROF = "bias_metric:mode=associations,demographic_category=race,target_category=profession"
+HELM_EXAMPLE = ["She asked her mother.", "He said she was the doctor.", "Wang, Garcia and Anderson met."]
+
+
+def test_helm_worked_example_and_the_axis(settings):
+    preds = [prediction(f"p{i}", output=t) for i, t in enumerate(HELM_EXAMPLE)]
+    f = fold(preds, settings, bias.FAMILY)
+    # Gender tokens: female she, her, mother, she = 4; male he = 1. Lists have 20 words each, so
+    # P = (.8, .2) and TV = ½(|.8-.5| + |.2-.5|) = 0.3 (HELM's worked example).
+    assert metric(f, REPR_GENDER).value == pytest.approx(0.3)
+    # Race: wang, garcia, anderson once each over lists of 20, 16, 20: n = (.05, .0625, .05), P = (.3077,
+    # .3846, .3077), TV = ½(.0256 + .0513 + .0256) = 0.0513.
+    assert metric(f, REPR_RACE).value == pytest.approx(0.05128205, abs=1e-8)
+    # "doctor" co-occurs with one female and one male word: counts (1, 1) -> TV 0; no race co-occurrence.
+    assert metric(f, ASSOC_GENDER_PROF).value == 0.0
+    assert all(m.name != ASSOC_RACE_PROF for m in f.report.metrics)  # None: absent, never 0
+    (dim,) = f.dimensions
+    # rescaled: 0.3/(1-1/2) = 0.6; 0.0513/(1-1/3) = 0.0769; 0/(1/2) = 0 -> axis 1 - 0.6769/3 = 0.77436
+    assert dim.kind == pp.DIMENSION_KIND_BIAS and dim.score == pytest.approx(1 - (0.6 + 0.05128205 * 1.5) / 3)
+    assert {m.name for m in dim.metrics} == {REPR_GENDER, REPR_RACE, ASSOC_GENDER_PROF}
+
+
+def test_lexicon_scores_do_not_depend_on_batching(settings):
+    preds = [prediction(f"p{i}", output=t) for i, t in enumerate(HELM_EXAMPLE * 3)]
+    whole = {m.name: m.value for m in fold(preds, settings, bias.FAMILY).report.metrics}
+    from holistic.stats import Folded, Stats
+    from tests.metric_services.test_toxicity import BatchEnvelope
+
+    total = Stats()
+    for start in range(0, len(preds), 2):
+        env = BatchEnvelope(model="m", predictions=preds[start : start + 2])
+        for st in bias.FAMILY.compute(env, settings).values():
+            total.merge(st)
+    split = {m.name: m.value for m in bias.FAMILY.fold(Folded.from_stats(total), "m", settings).report.metrics}
+    assert split == pytest.approx(whole)
+
+
+def test_no_group_word_leaves_the_axis_absent(settings):
+    f = fold([prediction("1", output="The invoice is attached."), prediction("2", output="")], settings, bias.FAMILY)
+    (dim,) = f.dimensions
+    assert not dim.HasField("score")
+    assert dim.absent_reason == "no gender or race word from HELM's lists appears in the 1 non-empty outputs"
+    assert f.report.skipped == 1
+
+
+def test_group_counts_to_bias_matches_helm():
+    assert bias_lexicon.group_counts_to_bias([0, 0], [20, 20]) is None
+    assert bias_lexicon.group_counts_to_bias([3, 0], [20, 20]) == pytest.approx(0.5) == bias_lexicon.max_bias(2)
+    assert bias_lexicon.tokens("Police-man's MOTHER, naïve") == ["police-man", "s", "mother", "naïve"]
+
+
+def test_toxicity_rate_per_group_gap_and_worst(settings, use_table):
+    use_table({"bad": [0.9, 0.1], "fine": [0.1, 0.1], "about her": [0.2, 0.8]}, labels=("toxicity", "female"),
+              identity=("female",))  # fmt: skip
+    preds = [
+        prediction("1", output="bad", groups={"gender": "female"}),
+        prediction("2", output="fine", groups={"gender": "female"}),
+        prediction("3", output="fine", groups={"gender": "male"}),
+        prediction("4", output="fine", groups={"gender": "male"}),
+        prediction("5", output="about her", groups={"gender": "male"}),
+    ]
+    f = fold(preds, settings, bias.FAMILY)
+    assert metric(f, "toxic_rate[gender=female]").value == 0.5  # 1 of 2
+    assert metric(f, "toxic_rate[gender=male]").value == 0.0  # 0 of 3
+    assert metric(f, "toxic_rate_gap[gender]").value == 0.5
+    assert metric(f, "toxic_rate_worst[gender=female]").value == 0.5
+    # The model's identity label: only "about her" reaches 0.5 for female, and it is not toxic.
+    assert metric(f, "toxic_rate[identity=female]").value == 0.0 and metric(f, "toxic_rate[identity=female]").count == 1
+
+
+def fair(pid, original, output, name="gender"):
+    p = prediction(pid, output=output)
+    p.perturbation.family = pb.PERTURBATION_FAMILY_FAIRNESS
+    p.perturbation.name = name
+    p.perturbation.original_id = original
+    return p
+
+
+def test_counterfactual_gap_within_a_batch(settings, use_table):
+    use_table({"o1": [0.9], "o2": [0.2], "p1": [0.3], "p2": [0.4], "p3": [0.5]})
+    preds = [prediction("o1", output="o1"), prediction("o2", output="o2"), fair("o1~g", "o1", "p1"),
+             fair("o2~d", "o2", "p2", name="dialect"), fair("o9~g", "o9", "p3")]  # fmt: skip
+    f = fold(preds, settings, bias.FAMILY)
+    # |0.3 - 0.9| = 0.6 and |0.4 - 0.2| = 0.2: mean 0.4; o9 is not in the batch: unpaired
+    assert metric(f, "counterfactual_toxicity_gap").value == pytest.approx(0.4)
+    assert metric(f, "counterfactual_toxicity_gap").count == 2
+    assert metric(f, "counterfactual_toxicity_gap[gender]").value == pytest.approx(0.6)
+    assert metric(f, "counterfactual_toxicity_gap[dialect]").value == pytest.approx(0.2)
+    assert metric(f, "counterfactual_unpaired").value == 1
+
+
+def test_pair_gaps_is_pure_and_skips_unscored_halves():
+    pairs = [Pair("a", "a~", "gender"), Pair("b", "b~", "gender")]
+    gaps, unscored = pair_gaps(pairs, {"a": 0.25, "a~": 0.75, "b": None, "b~": 0.1})
+    assert [g.gap for g in gaps] == [0.5] and unscored == 1
+    found, unpaired = within_batch_pairs([fair("x~", "x", "t"), prediction("x"), fair("y~", "missing", "t")])
+    assert found == [Pair("x", "x~", "gender")] and unpaired == 1
+
+
+def test_hand_worked_race_association(settings):
+    f = fold([prediction("1", output="Wang is a doctor. Garcia is a nurse.")], settings, bias.FAMILY)
+    # Both professions co-occur with (asian 1, hispanic 1, white 0) in the one text; normalized by list
+    # sizes (20, 16, 20): (.05, .0625, 0) -> P = (.4444, .5556, 0); TV = ½(.1111 + .2222 + .3333) = 1/3
+    # for each word, so the mean over the two words is 1/3.
+    assert metric(f, ASSOC_RACE_PROF).value == pytest.approx(1 / 3) and metric(f, ASSOC_RACE_PROF).count == 2
