@@ -122,13 +122,12 @@ def gateway(address: str | None, processes: int | None) -> None:
 @click.argument("family", type=click.Choice(KNOWN_FAMILIES))
 def worker(family: str) -> None:
     """Run one replica of a metric family's service (start more to scale it)."""
+    from holistic.observability import serve_metrics
     from holistic.redis_conn import sync_client
     from metric_services.runner import run_worker
 
     settings = _settings()
     _logging(settings)
-    from holistic.observability import serve_metrics
-
     try:
         serve_metrics(settings.metrics_address)
         run_worker(family, settings, sync_client(settings))
