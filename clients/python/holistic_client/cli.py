@@ -40,7 +40,8 @@ def token_option(fn: Callable[..., None]) -> Callable[..., None]:
     def wrapper(
         *args: object, token: str | None, ca: str | None, cert: str | None, key: str | None, **kw: object
     ) -> None:
-        kw["connect"] = lambda target: Client(target, token, tls_ca=ca, tls_cert=cert, tls_key=key)
+        if "connect" not in kw:  # a command invoked by another passes its own connection maker on
+            kw["connect"] = lambda target: Client(target, token, tls_ca=ca, tls_cert=cert, tls_key=key)
         fn(*args, **kw)
 
     return wrapper
@@ -181,7 +182,7 @@ WINDOW_TITLES = {"all": "all time", "15m": "last 15 minutes", "1h": "last hour",
 )
 @target_option
 @token_option
-def radar(models: tuple[str, ...], window: str, output: Path, target: str, token: str | None) -> None:
+def radar(models: tuple[str, ...], window: str, output: Path, target: str, connect: Connect) -> None:
     """Draw the profiles of MODELS as one radar chart (an absent axis is a gap, never 0)."""
     from holistic_client.radar import format_for, render
 
@@ -189,7 +190,7 @@ def radar(models: tuple[str, ...], window: str, output: Path, target: str, token
         fmt = format_for(output)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--output") from None
-    with Client(target, token) as client:
+    with connect(target) as client:
         try:
             profiles = [client.get_profile(m, window) for m in models]
         except ClientError as exc:
