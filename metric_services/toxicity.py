@@ -24,7 +24,6 @@ The toxicity axis is 1 - toxic_frac.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -70,8 +69,11 @@ def score_outputs(clf: Classifier, outputs: Sequence[str]) -> tuple[list[np.ndar
 def input_key(p: pb.Prediction) -> str:
     """What "one input" is for the per-input max: same scenario and input text, else the prediction.
     Hashed: a bounded key in Redis whatever the input's length (128 bits: no collision in practice)."""
-    parts = ["input", p.scenario, p.input] if p.input.strip() else ["id", p.id]
-    return hashlib.blake2b(json.dumps(parts).encode(), digest_size=16).hexdigest()
+    text = f"i{len(p.scenario)}:{p.scenario}{p.input}" if p.input.strip() else f"d{p.id}"  # unambiguous
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+MAX_SLOT = "max"
 
 
 class PerInputMax:
@@ -89,7 +91,6 @@ class PerInputMax:
         return (float(quantity[3:]),)
 
 
-MAX_SLOT = "max"
 SPEC = PerInputMax()
 
 
