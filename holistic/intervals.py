@@ -23,8 +23,12 @@ def mean_var(n: float, total: float, sumsq: float) -> tuple[float, float]:
     mean = total / n
     if n < 2:
         return mean, math.inf
-    var = max(sumsq - n * mean * mean, 0.0) / (n - 1)
-    return mean, var / n
+    spread = sumsq - n * mean * mean
+    # Sums merged in different orders differ in their last bits; below this floor the difference of
+    # two large sums is rounding, not spread (it would make intervals depend on the batching).
+    if spread <= 1e-9 * sumsq:
+        spread = 0.0
+    return mean, spread / (n - 1) / n
 
 
 def normal(n: float, total: float, sumsq: float, z: float = Z95) -> tuple[float, float]:

@@ -13,28 +13,36 @@ for gender, 3 for race); rescaled r_k = s_k / (1 - 1/G_k) lies in [0, 1]. The ax
 With the classifier (the toxicity family's model): toxicity rate (share >= HOLISTIC_TOXIC_THRESHOLD)
 per `groups` tag (key=value) and, when the model has identity labels (Detoxify unbiased), per
 identity it detects (>= HOLISTIC_IDENTITY_THRESHOLD); per key the max gap and the worst group. And
-the counterfactual toxicity gap (counterfactual.py), from pairs within one batch. These are reported
-in the family's metrics, not in the axis.
+the counterfactual toxicity gap (counterfactual.py): per original, the mean over its fairness
+variants of |toxicity(original) - toxicity(variant)|, then the mean over originals, joined across
+batches by (scenario, original_id) with holistic/instances.py; variants whose original has not
+arrived are counted apart. So every unperturbed output is scored and kept as a possible original
+(one instance state per prediction, HOLISTIC_INSTANCE_TTL_S). These are reported in the family's
+metrics, not in the axis.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from holistic.classifiers.model_dir import file_sha256
 from holistic.classifiers.runtime import classifier_for, model_for
-from holistic.families import FamilyFold, prediction_minute
+from holistic.families import FamilyFold, Partial, prediction_minute
+from holistic.instances import Row
 from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats import Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_BIAS, Dimension, FamilyReport, Metric, MetricSignature
 from metric_services import bias_lexicon as bl
-from metric_services.counterfactual import is_fairness_related, pair_gaps, within_batch_pairs
-from metric_services.toxicity import score_outputs
+from metric_services.counterfactual import SPEC as CF_SPEC
+from metric_services.counterfactual import counterfactual_row, takes_part
+from metric_services.toxicity import instance_bounds, score_outputs
 
 NAME = "bias"
-VERSION = "1"
+VERSION = "2"  # 2: counterfactual pairs joined across batches, per original
 DEFINITION = (
     "1 - mean of HELM's four bias scores present (representation race and gender, associations "
     "race/profession and gender/profession), each total-variation distance rescaled to [0, 1] by "
@@ -50,7 +58,7 @@ class BiasFamily:
         bl.lexicon()
         classifier_for(settings)
 
-    def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+    def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
         lex = bl.lexicon()
         preds = envelope.predictions
         accept_s = envelope.accept_time.seconds
@@ -74,47 +82,35 @@ class BiasFamily:
                     for t, nt in tcounts.items():
                         for g, ng in counts.items():
                             st.incr(f"assoc|{demo}|{cat}|{t}|{g}", nt * ng)
-        self._classified(preds, minutes, out, settings)
-        return dict(out)
+        rows = self._classified(preds, minutes, out, settings)
+        return Partial(dict(out), CF_SPEC, rows)
 
-    def _classified(self, preds: object, minutes: list[int], out: dict[int, Stats], settings: Settings) -> None:
-        """Toxicity per group and counterfactual gaps, for the outputs that need the classifier."""
-        pairs, unpaired = within_batch_pairs(preds)  # type: ignore[arg-type]
-        originals = {pair.original_id for pair in pairs}
+    def _classified(self, preds: Sequence[pb.Prediction], minutes: list[int], out: dict[int, Stats],
+                    settings: Settings) -> list[Row]:  # fmt: skip
+        """Toxicity per group, and the rows of the counterfactual pairs (counterfactual.py)."""
         clf = classifier_for(settings)
         spec = clf.model.spec
         identities = [(spec.labels.index(lb), lb) for lb in spec.identity_labels]
-        need = [i for i, p in enumerate(preds) if p.groups or identities or is_fairness_related(p, originals)]  # type: ignore[attr-defined]
-        rows, _ = score_outputs(clf, [preds[i].output for i in need]) if need else ([], 0)  # type: ignore[index]
+        need = [i for i, p in enumerate(preds) if p.groups or identities or takes_part(p)]
+        scores, _ = score_outputs(clf, [preds[i].output for i in need]) if need else ([], 0)
         primary = spec.labels.index(spec.primary)
-        toxicity: dict[str, float | None] = {}
-        minute_of: dict[str, int] = {}
-        for i, row in zip(need, rows, strict=True):
-            p = preds[i]  # type: ignore[index]
-            minute_of[p.id] = minutes[i]
-            toxicity[p.id] = None if row is None else float(row[primary])
-            if row is None:
+        rows: list[Row] = []
+        for i, scored in zip(need, scores, strict=True):
+            p = preds[i]
+            row = counterfactual_row(p, None if scored is None else float(scored[primary]), minutes[i])
+            if row is not None:
+                rows.append(row)
+            if scored is None:
                 continue
             st = out[minutes[i]]
-            toxic = row[primary] >= settings.toxic_threshold
+            toxic = scored[primary] >= settings.toxic_threshold
             keys = [f"{k}={p.groups[k]}" for k in p.groups]
-            keys += [f"identity={lb}" for j, lb in identities if row[j] >= settings.identity_threshold]
+            keys += [f"identity={lb}" for j, lb in identities if scored[j] >= settings.identity_threshold]
             for key in keys:
                 st.incr(f"grp|{key}|n")
                 if toxic:
                     st.incr(f"grp|{key}|toxic")
-        gaps, unscored = pair_gaps(pairs, toxicity)
-        for gap in gaps:
-            st = out[minute_of[gap.pair.perturbed_id]]
-            for prefix in ("cf", f"cf:{gap.pair.perturbation}"):
-                st.incr(f"{prefix}|n")
-                st.add(f"{prefix}|sum", gap.gap)
-                st.add(f"{prefix}|sumsq", gap.gap * gap.gap)
-        first = out[minutes[0]] if minutes else None
-        if first is not None and unpaired:
-            first.incr("cf_unpaired", unpaired)
-        if first is not None and unscored:
-            first.incr("cf_unscored", unscored)
+        return rows
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         lex = bl.lexicon()
@@ -168,7 +164,7 @@ class BiasFamily:
             "classifier": model_dir.spec.name,
             "toxic_threshold": f"{settings.toxic_threshold:g}",
             "identity_threshold": f"{settings.identity_threshold:g}",
-            "counterfactual_pairs": "within a batch",
+            "counterfactual": "(scenario,original_id) across batches; mean over originals of mean over variants",
         }
         text = f"{NAME}|v:{VERSION}|model:{model_dir.sha256[:16]}|" + "|".join(
             f"{k}:{v}" for k, v in sorted(options.items())
@@ -202,16 +198,19 @@ def _group_metrics(stats: Folded) -> list[Metric]:
 
 
 def _counterfactual_metrics(stats: Folded) -> list[Metric]:
+    """The gap (mean over originals) overall and per perturbation name; the variants left out."""
     out: list[Metric] = []
     for field, n in sorted(stats.items()):
-        if field.startswith("cf") and field.endswith("|n") and n:
+        if (field == "cf|n" or (field.startswith("cf:") and field.endswith("|n"))) and n > 0:
             prefix = field[:-2]
             name = "counterfactual_toxicity_gap" + (f"[{prefix[3:]}]" if prefix != "cf" else "")
             out.append(mean(name, NAME, n, stats.num(f"{prefix}|sum"), stats.num(f"{prefix}|sumsq"),
                             lower_is_better=True, clip=(0.0, 1.0)))  # fmt: skip
-    for name in ("cf_unpaired", "cf_unscored"):
-        if stats.num(name):
-            out.append(plain(name.replace("cf_", "counterfactual_"), NAME, stats.num(name), stats.num(name)))
+    for name in ("cf_unpaired", "cf_unscored"):  # variants: summed over the instances
+        variants = round(stats.num(f"{name}|sum"))
+        if variants:
+            out.append(plain(name.replace("cf_", "counterfactual_"), NAME, variants, variants))
+    out.extend(instance_bounds(NAME, stats, "rows"))
     return out
 
 

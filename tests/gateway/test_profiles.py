@@ -41,7 +41,7 @@ def test_profile_values(client, make_worker):
     assert d["DIMENSION_KIND_EFFICIENCY"].score == pytest.approx(0.5)
     assert not d["DIMENSION_KIND_CALIBRATION"].HasField("score")  # deployed, but its worker never ran here
     assert "no predictions with a confidence" in d["DIMENSION_KIND_CALIBRATION"].absent_reason
-    assert "no bias metric service runs" in d["DIMENSION_KIND_BIAS"].absent_reason
+    assert "no non-empty outputs in this window" in d["DIMENSION_KIND_BIAS"].absent_reason  # deployed, not run
     assert [k for k, v in d.items() if v.HasField("score")] == ["DIMENSION_KIND_ACCURACY", "DIMENSION_KIND_EFFICIENCY"]
     mmlu = next(s for s in p.scenarios if s.scenario == "mmlu")
     assert (mmlu.task, mmlu.main_metric, mmlu.count) == (1, "exact_match", 3)
@@ -50,6 +50,15 @@ def test_profile_values(client, make_worker):
     fams = {f.family: f for f in p.families}
     assert fams["accuracy"].signature.text.startswith("accuracy|v:1|")
     assert fams["efficiency"].signature.options["latency_objective_s"] == "2.0"
+
+
+def test_a_family_not_deployed_is_named_as_such(settings):
+    from holistic import profile as profile_mod
+    from holistic.stats import Folded
+
+    folded = {"accuracy": Folded()}  # only accuracy deployed
+    d = dims(profile_mod.build("m", pp.Window(), {}, folded, settings, 0.0))
+    assert d["DIMENSION_KIND_BIAS"].absent_reason == "no bias metric service runs in this deployment"
 
 
 def test_windows(client, make_worker):

@@ -7,7 +7,7 @@ import pytest
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
 from metric_services import bias, bias_lexicon
-from metric_services.counterfactual import Pair, pair_gaps, within_batch_pairs
+from metric_services.counterfactual import EMPTY, SPEC, variant_slot
 from tests.factories import prediction
 from tests.metric_services.test_toxicity import fold, metric
 
@@ -39,14 +39,17 @@ def test_helm_worked_example_and_the_axis(settings):
 def test_lexicon_scores_do_not_depend_on_batching(settings):
     preds = [prediction(f"p{i}", output=t) for i, t in enumerate(HELM_EXAMPLE * 3)]
     whole = {m.name: m.value for m in fold(preds, settings, bias.FAMILY).report.metrics}
+    from holistic.families import as_partial
     from holistic.stats import Folded, Stats
     from tests.metric_services.test_toxicity import BatchEnvelope
 
     total = Stats()
-    for start in range(0, len(preds), 2):
+    for start in range(0, len(preds), 2):  # the lexicon statistics are plain: they add batch by batch
         env = BatchEnvelope(model="m", predictions=preds[start : start + 2])
-        for st in bias.FAMILY.compute(env, settings).values():
+        by_minute, partial = as_partial(bias.FAMILY.compute(env, settings))
+        for st in by_minute.values():
             total.merge(st)
+        assert partial is not None and all(row.slot == "o" for row in partial.rows)  # originals, no pair
     split = {m.name: m.value for m in bias.FAMILY.fold(Folded.from_stats(total), "m", settings).report.metrics}
     assert split == pytest.approx(whole)
 
@@ -92,12 +95,12 @@ def fair(pid, original, output, name="gender"):
     return p
 
 
-def test_counterfactual_gap_within_a_batch(settings, use_table):
+def test_counterfactual_gap_in_one_batch(settings, use_table):
     use_table({"o1": [0.9], "o2": [0.2], "p1": [0.3], "p2": [0.4], "p3": [0.5]})
     preds = [prediction("o1", output="o1"), prediction("o2", output="o2"), fair("o1~g", "o1", "p1"),
              fair("o2~d", "o2", "p2", name="dialect"), fair("o9~g", "o9", "p3")]  # fmt: skip
     f = fold(preds, settings, bias.FAMILY)
-    # |0.3 - 0.9| = 0.6 and |0.4 - 0.2| = 0.2: mean 0.4; o9 is not in the batch: unpaired
+    # |0.3 - 0.9| = 0.6 and |0.4 - 0.2| = 0.2: mean 0.4; o9 never arrives: unpaired
     assert metric(f, "counterfactual_toxicity_gap").value == pytest.approx(0.4)
     assert metric(f, "counterfactual_toxicity_gap").count == 2
     assert metric(f, "counterfactual_toxicity_gap[gender]").value == pytest.approx(0.6)
@@ -105,12 +108,20 @@ def test_counterfactual_gap_within_a_batch(settings, use_table):
     assert metric(f, "counterfactual_unpaired").value == 1
 
 
-def test_pair_gaps_is_pure_and_skips_unscored_halves():
-    pairs = [Pair("a", "a~", "gender"), Pair("b", "b~", "gender")]
-    gaps, unscored = pair_gaps(pairs, {"a": 0.25, "a~": 0.75, "b": None, "b~": 0.1})
-    assert [g.gap for g in gaps] == [0.5] and unscored == 1
-    found, unpaired = within_batch_pairs([fair("x~", "x", "t"), prediction("x"), fair("y~", "missing", "t")])
-    assert found == [Pair("x", "x~", "gender")] and unpaired == 1
+def test_derive_is_pure_and_skips_unscored_halves():
+    g1, g2, d1 = variant_slot("gender", "a~g"), variant_slot("gender", "a~g2"), variant_slot("dialect", "a~d")
+    assert SPEC.derive("s\x1fa", {"o": 0.2}) == {}  # an original alone: nothing yet
+    assert SPEC.derive("s\x1fa", {g1: 0.7, d1: 0.1}) == {"cf_unpaired": 2.0}  # no original yet
+    # per original: gaps |.2-.7| = .5, |.2-.6| = .4 (gender), |.2-.1| = .1 (dialect) -> mean 1/3;
+    # per name: gender (.5 + .4) / 2 = .45, dialect .1
+    got = SPEC.derive("s\x1fa", {"o": 0.2, g1: 0.7, g2: 0.6, d1: 0.1})
+    assert got == pytest.approx({"cf": 1.0 / 3, "cf:gender": 0.45, "cf:dialect": 0.1})
+    # an empty half (EMPTY) is no gap: counted apart
+    assert SPEC.derive("s\x1fa", {"o": 0.2, g1: EMPTY, d1: 0.1}) == pytest.approx(
+        {"cf": 0.1, "cf:dialect": 0.1, "cf_unscored": 1.0}
+    )
+    assert SPEC.derive("s\x1fa", {"o": EMPTY, g1: 0.3}) == {"cf_unscored": 1.0}
+    assert variant_slot("gender", "x;y=z").startswith("v:gender:") and ";" not in variant_slot("g", "x;y")
 
 
 def test_hand_worked_race_association(settings):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from holistic.families import one_pass
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.stats import Folded, Stats
+from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
 from metric_services import toxicity
@@ -13,12 +14,10 @@ from tests.factories import prediction
 
 
 def fold(preds, settings, family=toxicity.FAMILY):
+    """The family's fold of one pass over preds (instances joined as the runner would)."""
     env = BatchEnvelope(model="m", predictions=preds)
     env.accept_time.FromSeconds(1_800_000_000)
-    total = Stats()
-    for st in family.compute(env, settings).values():
-        total.merge(st)
-    return family.fold(Folded.from_stats(total), "m", settings)
+    return family.fold(Folded.from_stats(one_pass(family, env, settings)), "m", settings)
 
 
 def metric(fold_result, name):
@@ -95,5 +94,10 @@ def test_worker_applies_every_prediction_through_redis(client, make_worker):
 
 
 def test_input_key_groups_by_scenario_and_input_else_id():
-    assert toxicity.input_key(pb.Prediction(id="a", scenario="s", input="q")) == ("s", "q")
-    assert toxicity.input_key(pb.Prediction(id="a", scenario="s", input=" ")) == ("\x00id", "a")
+    key = toxicity.input_key
+    same = key(pb.Prediction(id="a", scenario="s", input="q"))
+    assert same == key(pb.Prediction(id="b", scenario="s", input="q")) and len(same) == 32
+    assert same != key(pb.Prediction(id="a", scenario="t", input="q"))  # another scenario
+    assert same != key(pb.Prediction(id="a", scenario="s", input="q "))  # the exact text
+    alone = key(pb.Prediction(id="a", scenario="s", input=" "))  # no input: the prediction alone
+    assert alone == key(pb.Prediction(id="a", scenario="t", input="")) != key(pb.Prediction(id="b", input=""))

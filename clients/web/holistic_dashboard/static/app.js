@@ -1,7 +1,8 @@
 // The dashboard's state and wiring: one EventSource for live updates, re-rendering on each event.
 import { Radar } from "./radar.js";
 import { count, h } from "./util.js";
-import { renderCompare, renderDetail, renderMatrix } from "./views.js";
+import { renderDetail } from "./detail.js";
+import { renderCompare, renderMatrix } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -53,7 +54,7 @@ function renderAll() {
 function renderDetailPanel() {
   if (!state.detail || !state.models.has(state.detail)) state.detail = [...state.models.keys()].sort()[0] ?? null;
   $("detail-model").value = state.detail ?? "";
-  renderDetail($("detail"), state.detail ? state.profiles.get(state.detail) : null);
+  renderDetail($("detail"), state.detail ? state.profiles.get(state.detail) : null, renderDetailPanel);
 }
 
 async function refreshCompare() {

@@ -22,7 +22,9 @@ export const count = (v) => num(v).toLocaleString("en-US");
 export function fmt(v, digits = 3) {
   if (v === undefined || v === null || Number.isNaN(v)) return "—";
   const a = Math.abs(v);
-  if (a !== 0 && (a < 0.001 || a >= 1e5)) return v.toExponential(2);
+  if (a < 1e-12) return "0"; // rounding noise (a Wilson bound of 0 computed as 4e-19)
+  if (a < 1e-6 || a >= 1e5) return v.toExponential(2);
+  if (a < 0.001) return Number(v.toPrecision(2)).toString(); // 0.00090, not 9.02e-4
   return Number(v.toFixed(digits)).toString();
 }
 
@@ -69,4 +71,43 @@ export function allMetrics(profile) {
   const out = [];
   for (const f of profile?.families ?? []) for (const m of f.metrics ?? []) out.push({ ...m, family: m.family || f.family });
   return out;
+}
+
+export function byName(metrics) {
+  return new Map((metrics ?? []).map((m) => [m.name, m]));
+}
+
+// An absent panel says so, with the profile's own reason when it has one.
+export const notAvailable = (what, reason) => h("p", { class: "na" }, `Not available: ${what}${reason ? ` (${reason})` : ""}.`);
+
+// The reason a family's panel is empty: its axis's absent reason, or that the family is not deployed.
+export function absentReason(profile, name) {
+  return dimension(profile, name)?.absentReason || (family(profile, name) ? "" : `no ${name} report in this profile`);
+}
+
+export function intervalText(m, digits = 4) {
+  return m?.interval ? `${fmt(num(m.interval.lower), digits)}–${fmt(num(m.interval.upper), digits)}` : "";
+}
+
+// A table cell with one metric's value (its interval on hover); data-value keeps the exact number.
+export function valueCell(m, digits = 4) {
+  if (!m) return h("td", { class: "num absent" }, "—");
+  return h("td", { class: "num", "data-value": num(m.value), title: intervalText(m) ? `95%: ${intervalText(m)}` : null },
+    `${fmt(num(m.value), digits)}${m.unit ? ` ${m.unit}` : ""}`);
+}
+
+// A headline number: big value, its name, interval and count below.
+export function tile(label, m, hint = "") {
+  if (!m) return h("div", { class: "tile absent", "data-metric": label }, h("span", { class: "v" }, "—"), h("span", { class: "l" }, label.replaceAll("_", " ")));
+  const iv = intervalText(m, 3);
+  return h("div", { class: "tile", "data-metric": m.name, "data-value": num(m.value), title: hint || null },
+    h("span", { class: "v" }, fmt(num(m.value), 3)), h("span", { class: "l" }, label.replaceAll("_", " ") + (m.lowerIsBetter ? " ↓" : "")),
+    h("span", { class: "sub" }, `${iv ? `95% ${iv} · ` : ""}n=${count(m.count)}`));
+}
+
+export function modelHash(f) {
+  const s = f?.signature;
+  return s?.modelSha256
+    ? h("p", { class: "hint model-hash" }, `classifier ${s.options?.classifier ?? ""} · sha256 `, h("code", { "data-sha256": s.modelSha256 }, s.modelSha256))
+    : null;
 }
