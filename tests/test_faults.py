@@ -61,6 +61,7 @@ def test_gateway_and_redis_killed_mid_stream(tmp_path):
     address = free_address()
     env = dict(os.environ, REDIS_URL=f"unix://{store.sock}", HOLISTIC_GATEWAY_ADDRESS=address,
                HOLISTIC_CLAIM_IDLE_MS="500", HOLISTIC_RECOVER_INTERVAL_S="0.2", HOLISTIC_BLOCK_MS="200",
+               HOLISTIC_FAMILIES=",".join(FAMILIES),
                PYTHONUNBUFFERED="1")  # fmt: skip
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -149,7 +149,7 @@ def test_detail_panels_read_each_familys_own_fields(make_gateway, settings, redi
     from tests.clients.conftest import LiveWorkers
     from tests.clients.family_batch import family_batch
 
-    gw = make_gateway(tokens=[TOKEN], families=",".join(PANEL_FAMILIES), fairness_min_group_count=3)
+    gw = make_gateway(tokens=TOKEN, families=",".join(PANEL_FAMILIES), fairness_min_group_count=3)
     workers = LiveWorkers(settings.model_copy(update={"summarization_semantic": "off"}), redis_server, PANEL_FAMILIES)
     client = gw.client(TOKEN)
     try:

@@ -110,7 +110,12 @@ def test_rate_quota_per_tenant(make_gateway):
 
 
 def test_backlog_share_per_tenant(make_gateway, make_worker):
-    gw = make_gateway(tokens=ENTRIES, backlog_max_batches=4, tenant_quotas='{"team-a": {"backlog_share": 0.5}}')
+    gw = make_gateway(
+        tokens=ENTRIES,
+        backlog_max_batches=4,
+        tenant_quotas='{"team-a": {"backlog_share": 0.5}}',
+        families="accuracy,efficiency",  # the two families whose workers run below
+    )
     with gw.client(A, max_attempts=1) as a, gw.client(B, max_attempts=1) as b:
         a.submit(batch(1), batch_id="a1", model="m")
         a.submit(batch(1), batch_id="a2", model="m2")
