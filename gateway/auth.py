@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 
 import grpc
+
+from holistic.tenants import TokenStore
 
 log = logging.getLogger("holistic.gateway")
 
@@ -36,17 +37,18 @@ def _deny(kind: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler:
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):
-    def __init__(self, tokens: list[str]) -> None:
-        self.tokens = [t.encode() for t in tokens]
+    """Refuses calls without a known token; which tenant a token belongs to is the servicer's business."""
+
+    def __init__(self, tokens: TokenStore) -> None:
+        self.tokens = tokens
 
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        if not self.tokens or details.method.startswith(PUBLIC_PREFIXES):
+        if self.tokens.open or details.method.startswith(PUBLIC_PREFIXES):
             return await continuation(details)
-        token = bearer_token(details.invocation_metadata).encode()  # type: ignore[arg-type]
-        if token and any(hmac.compare_digest(token, t) for t in self.tokens):
+        if self.tokens.tenant_of(bearer_token(details.invocation_metadata)) is not None:  # type: ignore[arg-type]
             return await continuation(details)
         return _deny(await continuation(details))

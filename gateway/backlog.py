@@ -14,10 +14,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import redis
 import redis.asyncio as aioredis
 
 from holistic.errors import Backpressure, Unavailable
 from holistic.keys import Keys
+from holistic.observability import BACKLOG, DEAD_LETTERS, LAG, PENDING, REDIS_UP
 from holistic.redis_conn import RETRYABLE
 
 log = logging.getLogger("holistic.gateway")
@@ -33,6 +35,7 @@ class BacklogMonitor:
         keys: Keys,
         families: list[str],
         cap: int,
+        shards: int = 1,
         interval_s: float = 0.25,
         on_health: Callable[[bool], Awaitable[None]] | None = None,
     ) -> None:
@@ -40,6 +43,7 @@ class BacklogMonitor:
         self.keys = keys
         self.families = families
         self.cap = cap
+        self.shards = shards
         self.interval_s = interval_s
         self.on_health = on_health
         self.backlog = 0
@@ -50,23 +54,35 @@ class BacklogMonitor:
         self._stopping = False
 
     async def poll(self) -> None:
+        """One look at every shard: per family, lag + pending summed over shards."""
+        per_family: dict[str, list[int]] = {f: [0, 0] for f in self.families}
+        dead = 0
         try:
-            groups = await self.r.xinfo_groups(self.keys.stream)
-            length = await self.r.xlen(self.keys.stream) if groups else 0
+            for shard in range(self.shards):
+                stream = self.keys.stream_for(shard)
+                try:
+                    groups = await self.r.xinfo_groups(stream)
+                except redis.ResponseError as exc:  # no stream yet: nothing queued there
+                    if "no such key" not in str(exc).lower():
+                        raise
+                    continue
+                length = await self.r.xlen(stream) if groups else 0
+                dead += await self.r.xlen(self.keys.dead_letters_for(shard))
+                for g in groups:
+                    name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
+                    if name in per_family:
+                        per_family[name][0] += int(g["lag"]) if g.get("lag") is not None else length
+                        per_family[name][1] += int(g.get("pending", 0))
         except RETRYABLE as exc:
             await self._set_health(False, exc)
             return
-        except Exception as exc:  # no stream yet: nothing queued
-            if "no such key" not in str(exc).lower():
-                raise
-            groups, length = [], 0
         worst = 0
-        for g in groups:
-            name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
-            if name not in self.families:
-                continue
-            lag = g.get("lag")
-            worst = max(worst, int(g.get("pending", 0)) + (int(lag) if lag is not None else length))
+        for family, (lag, pending) in per_family.items():
+            LAG.labels(family).set(lag)
+            PENDING.labels(family).set(pending)
+            BACKLOG.labels(family).set(lag + pending)
+            worst = max(worst, lag + pending)
+        DEAD_LETTERS.set(dead)
         now = time.monotonic()
         if self._last is not None and now > self._last[0]:
             drained = self._last[1] - worst
@@ -77,6 +93,7 @@ class BacklogMonitor:
         await self._set_health(True, None)
 
     async def _set_health(self, ok: bool, exc: BaseException | None) -> None:
+        REDIS_UP.set(1 if ok else 0)
         if ok != self.healthy:
             if ok:
                 log.info("redis reachable: serving")
@@ -93,7 +110,7 @@ class BacklogMonitor:
         if self.backlog >= self.cap:
             excess = self.backlog - int(self.cap * 0.8)
             retry = excess / self.drain_per_s if self.drain_per_s > 0 else 2.0
-            raise Backpressure(min(max(retry, MIN_RETRY_S), MAX_RETRY_S), self.backlog, self.cap)
+            raise Backpressure.backlog(min(max(retry, MIN_RETRY_S), MAX_RETRY_S), self.backlog, self.cap)
 
     async def _run(self) -> None:
         while not self._stopping:  # a flag as well as cancel(): redis-py can swallow a CancelledError

@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 from google.protobuf.message import DecodeError
 
 from gateway.backlog import BacklogMonitor
+from gateway.quota import Quotas
 from gateway.validation import validate
 from holistic import envelope
 from holistic.errors import AlreadyExists, FieldViolation, InvalidArgument
@@ -22,7 +23,9 @@ from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.scripts import Scripts
 from holistic.settings import Settings
+from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest, SubmitPredictionsResponse
+from holistic.workqueue import shard_of
 
 
 def parse_request(raw: bytes) -> SubmitPredictionsRequest:
@@ -45,23 +48,26 @@ def group_tags(request: SubmitPredictionsRequest) -> dict[str, dict[str, int]]:
 
 
 class Ingestor:
-    def __init__(self, r: aioredis.Redis, settings: Settings, backlog: BacklogMonitor) -> None:
+    def __init__(self, r: aioredis.Redis, settings: Settings, backlog: BacklogMonitor, quotas: Quotas) -> None:
         self.r = r
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
         self.scripts = Scripts(r)
         self.backlog = backlog
+        self.quotas = quotas
         self.families = list(settings.families)
 
     async def submit(
-        self, raw: bytes, request: SubmitPredictionsRequest, *, tenant: str = "", traceparent: str = ""
+        self, raw: bytes, request: SubmitPredictionsRequest, *, tenant: str = DEFAULT_TENANT, traceparent: str = ""
     ) -> SubmitPredictionsResponse:
         now = time.time()
-        model = validate(request, self.settings, now, len(raw))
+        public = validate(request, self.settings, now, len(raw))
+        model = internal_model(tenant, public)
         self.backlog.check()
+        n = len(request.predictions)
+        await self.quotas.admit(tenant, n)
         await self._register_groups(model, request)
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-        n = len(request.predictions)
         ingest_key = self.keys.ingest(model, request.batch_id)
         is_new, seq, stored, state, count, accept_ms = await self.scripts.ingest(
             keys=[ingest_key, self.keys.sequence(model)],
@@ -74,7 +80,7 @@ class Ingestor:
                 f"batch_id {request.batch_id!r} was used for other content (sequence {seq}); use a new batch_id"
             )
         response = SubmitPredictionsResponse(
-            batch_id=request.batch_id, model=model, sequence=seq, accepted_count=count, duplicate=not is_new
+            batch_id=request.batch_id, model=public, sequence=seq, accepted_count=count, duplicate=not is_new
         )
         response.accept_time.FromMilliseconds(int(accept_ms))
         if state == "queued":
@@ -88,11 +94,16 @@ class Ingestor:
             tenant=tenant,
         )
         header.accept_time.FromMilliseconds(int(accept_ms))
-        await self.r.xadd(self.keys.stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
-        pipe = self.r.pipeline(transaction=False)
-        await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=pipe)
-        pipe.sadd(self.keys.models, model)
-        await pipe.execute()
+        stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
+        await self.r.xadd(stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
+        if self.settings.redis_cluster:  # a cluster pipeline cannot run scripts: two round trips
+            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)])
+            await self.r.sadd(self.keys.models(tenant), public)
+        else:
+            pipe = self.r.pipeline(transaction=False)
+            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=pipe)
+            pipe.sadd(self.keys.models(tenant), public)
+            await pipe.execute()
         return response
 
     async def _register_groups(self, model: str, request: SubmitPredictionsRequest) -> None:

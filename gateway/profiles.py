@@ -13,6 +13,7 @@ from holistic.errors import FieldViolation, InvalidArgument, NotFound
 from holistic.keys import Keys
 from holistic.settings import Settings
 from holistic.stats import Folded
+from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1 import profile_pb2 as pp
 
 PRESET_NAMES = {
@@ -70,10 +71,12 @@ class ProfileReader:
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
 
-    async def exists(self, model: str) -> bool:
-        return bool(await self.r.sismember(self.keys.models, model))
+    async def exists(self, model: str, tenant: str = DEFAULT_TENANT) -> bool:
+        return bool(await self.r.sismember(self.keys.models(tenant), model))
 
-    async def profile(self, model: str, spec: WindowSpec) -> pp.Profile:
+    async def profile(self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT) -> pp.Profile:
+        """The profile of the tenant's model `public`; NotFound for a model the tenant never sent."""
+        model = internal_model(tenant, public)
         now = time.time()
         resolved = spec.resolve(now, self.settings.minute_retention_s)
         families = list(self.settings.families)
@@ -84,18 +87,20 @@ class ProfileReader:
                 pipe.hgetall(self.keys.stats(model, fam, tier, bucket))
         replies = await pipe.execute()
         meta_raw, rest = replies[0], replies[1:]
-        if not meta_raw and not await self.exists(model):
-            raise NotFound(f"no predictions were ever accepted for model {model!r}")
+        if not meta_raw and not await self.exists(public, tenant):
+            raise NotFound(f"no predictions were ever accepted for model {public!r}")
         meta = {k.decode(): float(v) for k, v in meta_raw.items()}
         per = len(resolved.buckets)
         folded = {fam: Folded.from_hashes(rest[i * per : (i + 1) * per]) for i, fam in enumerate(families)}
-        return profile_mod.build(model, window_message(spec, resolved), meta, folded, self.settings, now)
+        profile = profile_mod.build(model, window_message(spec, resolved), meta, folded, self.settings, now)
+        profile.model = public
+        return profile
 
-    async def list_models(self) -> list[pp.ModelSummary]:
-        models = sorted(m.decode() for m in await self.r.smembers(self.keys.models))
+    async def list_models(self, tenant: str = DEFAULT_TENANT) -> list[pp.ModelSummary]:
+        models = sorted(m.decode() for m in await self.r.smembers(self.keys.models(tenant)))
         pipe = self.r.pipeline(transaction=False)
         for m in models:
-            pipe.hgetall(self.keys.meta(m))
+            pipe.hgetall(self.keys.meta(internal_model(tenant, m)))
         out = []
         for model, raw in zip(models, await pipe.execute(), strict=True):
             meta = {k.decode(): int(v) for k, v in raw.items()}

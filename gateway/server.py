@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -16,13 +17,18 @@ from grpc_reflection.v1alpha import reflection
 
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
+from gateway.durability import check_strict
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader
+from gateway.quota import Quotas
 from gateway.servicer import SERVICE, EvaluationService, handlers
 from gateway.watch import WatchHub
+from holistic.errors import ConfigError
 from holistic.keys import Keys
+from holistic.observability import serve_metrics
 from holistic.redis_conn import async_client, sync_client
 from holistic.settings import Settings
+from holistic.tenants import TokenStore
 from holistic.workqueue import WorkQueue
 
 log = logging.getLogger("holistic.gateway")
@@ -40,9 +46,10 @@ class Gateway:
         """Every deployed family's group exists before the first batch, so nothing is trimmed early."""
         client = sync_client(self.settings)
         try:
-            queue = WorkQueue(client, Keys(self.settings.key_prefix))
-            for family in self.settings.families:
-                queue.ensure_group(family)
+            for shard in range(self.settings.queue_shards):
+                queue = WorkQueue(client, Keys(self.settings.key_prefix), shard=shard)
+                for family in self.settings.families:
+                    queue.ensure_group(family)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.error("redis unreachable at start (%s); groups will be created by the workers", exc)
         finally:
@@ -51,10 +58,15 @@ class Gateway:
     async def start(self, address: str | None = None) -> int:
         s = self.settings
         self._ensure_groups()
-        if not s.tokens:
+        self.tokens = TokenStore(s.tokens, s.tokens_file)
+        if self.tokens.open:
             log.warning("=" * 72)
-            log.warning("HOLISTIC_TOKENS is empty: the gateway is OPEN, any caller may submit and read")
+            log.warning(
+                "no HOLISTIC_TOKENS / HOLISTIC_TOKENS_FILE: the gateway is OPEN, any caller may submit and read"
+            )
             log.warning("=" * 72)
+        else:
+            log.info("%d tenants: %s", len(self.tokens.tenants()), ", ".join(sorted(self.tokens.tenants())))
         self.r = async_client(s)
         self.health = health.aio.HealthServicer()
 
@@ -64,13 +76,17 @@ class Gateway:
             await self.health.set("", state)
 
         self.backlog = BacklogMonitor(
-            self.r, Keys(s.key_prefix), list(s.families), s.backlog_max_batches, on_health=on_health
+            self.r, Keys(s.key_prefix), list(s.families), s.backlog_max_batches, s.queue_shards, on_health=on_health
         )
         reader = ProfileReader(self.r, s)
         self.hub = WatchHub(self.r, reader)
-        service = EvaluationService(Ingestor(self.r, s, self.backlog), reader, self.hub)
+        self.quotas = Quotas(self.r, s, self.tokens)
+        ingestor = Ingestor(self.r, s, self.backlog, self.quotas)
+        if s.durability == "strict":
+            await check_strict(self.r)
+        service = EvaluationService(ingestor, reader, self.hub, self.tokens)
         self.server = grpc.aio.server(
-            interceptors=[BearerAuth(s.tokens)],
+            interceptors=[BearerAuth(self.tokens)],
             options=[
                 ("grpc.max_receive_message_length", s.max_message_bytes),
                 ("grpc.max_send_message_length", s.max_message_bytes),
@@ -87,12 +103,19 @@ class Gateway:
             (SERVICE, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
             self.server,
         )
-        self.port = self.server.add_insecure_port(address or s.gateway_address)
+        where = address or s.gateway_address
+        credentials = server_credentials(s)
+        if credentials is None:
+            self.port = self.server.add_insecure_port(where)
+        else:
+            self.port = self.server.add_secure_port(where, credentials)
         if self.port == 0:
-            raise OSError(f"cannot listen on {address or s.gateway_address}")
+            raise OSError(f"cannot listen on {where}")
         await self.backlog.start()
+        await self.quotas.start()
         await self.server.start()
-        log.info("gateway listening on port %d (families: %s)", self.port, ", ".join(s.families))
+        tls = "mutual TLS" if s.tls_client_ca else "TLS" if s.tls_cert else "plaintext"
+        log.info("gateway listening on port %d, %s (families: %s)", self.port, tls, ", ".join(s.families))
         return self.port
 
     async def stop(self, grace_s: float = 5.0) -> None:
@@ -102,11 +125,25 @@ class Gateway:
         await self.hub.close()
         await self.server.stop(grace_s)
         await self.backlog.stop()
+        await self.quotas.stop()
         await self.r.aclose()
         self.server = None
 
 
+def server_credentials(s: Settings) -> grpc.ServerCredentials | None:
+    """TLS when a certificate is configured; mutual TLS when a client CA is too."""
+    if s.tls_cert is None or s.tls_key is None:
+        return None
+    try:
+        chain, key = s.tls_cert.read_bytes(), s.tls_key.read_bytes()
+        client_ca = s.tls_client_ca.read_bytes() if s.tls_client_ca else None
+    except OSError as exc:
+        raise ConfigError(f"cannot read a TLS file: {exc}") from exc
+    return grpc.ssl_server_credentials([(key, chain)], root_certificates=client_ca, require_client_auth=bool(client_ca))
+
+
 async def serve(settings: Settings, address: str | None = None) -> None:
+    serve_metrics(settings.metrics_address)
     gateway = Gateway(settings)
     await gateway.start(address)
     stop = asyncio.Event()
@@ -127,7 +164,16 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
     args = [sys.executable, "-m", "holistic", "gateway", "--processes", "1"]
     if address:
         args += ["--address", address]
-    procs = [subprocess.Popen(args) for _ in range(n)]
+
+    def env(i: int) -> dict[str, str]:
+        """Each process serves its own /metrics: the configured port + i."""
+        out = dict(os.environ)
+        if settings.metrics_address:
+            host, _, port = settings.metrics_address.rpartition(":")
+            out["HOLISTIC_METRICS_ADDRESS"] = f"{host}:{int(port) + i}"
+        return out
+
+    procs = [subprocess.Popen(args, env=env(i)) for i in range(n)]
     stopping = False
 
     def stop(signum: int, frame: object) -> None:
@@ -140,7 +186,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
         for i, proc in enumerate(procs):
             if proc.poll() is not None:
                 log.warning("gateway process %d exited with %s; restarting", proc.pid, proc.returncode)
-                procs[i] = subprocess.Popen(args)
+                procs[i] = subprocess.Popen(args, env=env(i))
         time.sleep(0.5)
     for proc in procs:
         proc.terminate()

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 import grpc
+import redis
 
 from gateway import perturb, status
+from gateway.auth import bearer_token
 from gateway.ingest import Ingestor, parse_request
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
 from gateway.watch import WatchHub
-from holistic.errors import FieldViolation, InvalidArgument
+from holistic.errors import FieldViolation, HolisticError, InvalidArgument
+from holistic.observability import BATCHES, PREDICTIONS, new_traceparent, valid_traceparent
+from holistic.tenants import DEFAULT_TENANT, TokenStore
 from holistic.v1 import evaluation_service_pb2 as es
+
+log = logging.getLogger("holistic.gateway")
 
 SERVICE = "holistic.v1.EvaluationService"
 MIN_DEADLINE_S = 0.05
@@ -26,32 +33,64 @@ def _check_model(model: str) -> None:
 
 
 def _traceparent(context: grpc.aio.ServicerContext) -> str:
+    """The client's W3C trace context, or a new one: every batch can be followed through the queue."""
     for key, value in context.invocation_metadata() or ():
         if key == "traceparent":
-            return value if isinstance(value, str) else value.decode()
-    return ""
+            text = value if isinstance(value, str) else value.decode()
+            if valid_traceparent(text):
+                return text
+    return new_traceparent()
 
 
 class EvaluationService:
-    def __init__(self, ingestor: Ingestor, reader: ProfileReader, hub: WatchHub) -> None:
+    def __init__(self, ingestor: Ingestor, reader: ProfileReader, hub: WatchHub, tokens: TokenStore) -> None:
         self.ingestor = ingestor
         self.reader = reader
         self.hub = hub
+        self.tokens = tokens
+
+    def _tenant(self, context: grpc.aio.ServicerContext) -> str:
+        """The caller's tenant (the interceptor already refused unknown tokens)."""
+        if self.tokens.open:
+            return DEFAULT_TENANT
+        return self.tokens.tenant_of(bearer_token(context.invocation_metadata())) or DEFAULT_TENANT
 
     @status.unary
     async def SubmitPredictions(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.SubmitPredictionsResponse:
         remaining = context.time_remaining()
         if remaining is not None and remaining < MIN_DEADLINE_S:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "too little time left to enqueue the batch")
-        request = parse_request(raw)
-        return await self.ingestor.submit(raw, request, traceparent=_traceparent(context))
+        n = 0
+        tenant = ""
+        traceparent = _traceparent(context)
+        try:
+            request = parse_request(raw)
+            n = len(request.predictions)
+            tenant = self._tenant(context)
+            response = await self.ingestor.submit(raw, request, tenant=tenant, traceparent=traceparent)
+        except (HolisticError, redis.RedisError, ConnectionError) as exc:
+            why = status.reason(exc)
+            PREDICTIONS.labels("rejected", why).inc(n)
+            BATCHES.labels("rejected", why).inc()
+            raise
+        outcome = "duplicate" if response.duplicate else "accepted"
+        PREDICTIONS.labels(outcome, "").inc(n)
+        BATCHES.labels(outcome, "").inc()
+        context.set_trailing_metadata((("traceparent", traceparent),))
+        log.info(
+            "%s batch_id=%s model=%s tenant=%s seq=%d n=%d traceparent=%s",
+            outcome, response.batch_id, response.model, tenant, response.sequence, n, traceparent,
+            extra={"batch_id": response.batch_id, "model": response.model, "tenant": tenant,
+                   "seq": response.sequence, "predictions": n, "traceparent": traceparent},
+        )  # fmt: skip
+        return response
 
     @status.unary
     async def GetProfile(
         self, request: es.GetProfileRequest, context: grpc.aio.ServicerContext
     ) -> es.GetProfileResponse:
         _check_model(request.model)
-        profile = await self.reader.profile(request.model, WindowSpec.from_request(request))
+        profile = await self.reader.profile(request.model, WindowSpec.from_request(request), self._tenant(context))
         return es.GetProfileResponse(profile=profile)
 
     @status.streaming
@@ -60,9 +99,10 @@ class EvaluationService:
     ) -> AsyncIterator[es.WatchProfileResponse]:
         _check_model(request.model)
         spec = WindowSpec.from_request(request)
-        if not await self.reader.exists(request.model):
-            await self.reader.profile(request.model, spec)  # raises NotFound with the message
-        async for profile in self.hub.watch(request.model, spec):
+        tenant = self._tenant(context)
+        if not await self.reader.exists(request.model, tenant):
+            await self.reader.profile(request.model, spec, tenant)  # raises NotFound with the message
+        async for profile in self.hub.watch(request.model, spec, tenant):
             yield es.WatchProfileResponse(profile=profile)
 
     @status.unary
@@ -73,7 +113,7 @@ class EvaluationService:
     async def ListModels(
         self, request: es.ListModelsRequest, context: grpc.aio.ServicerContext
     ) -> es.ListModelsResponse:
-        return es.ListModelsResponse(models=await self.reader.list_models())
+        return es.ListModelsResponse(models=await self.reader.list_models(self._tenant(context)))
 
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:

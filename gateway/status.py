@@ -14,6 +14,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from holistic.errors import AlreadyExists, Backpressure, HolisticError, InvalidArgument, NotFound, Unavailable
+from holistic.observability import RPC_SECONDS
 
 log = logging.getLogger("holistic.gateway")
 
@@ -39,11 +40,7 @@ def to_status(exc: BaseException) -> status_pb2.Status:
         delay = duration_pb2.Duration()
         delay.FromMilliseconds(int(exc.retry_after_s * 1000))
         quota = error_details_pb2.QuotaFailure(
-            violations=[
-                error_details_pb2.QuotaFailure.Violation(
-                    subject="work-stream-backlog", description=f"{exc.backlog} batches queued; cap {exc.cap}"
-                )
-            ]
+            violations=[error_details_pb2.QuotaFailure.Violation(subject=exc.subject, description=exc.description)]
         )
         return status_pb2.Status(
             code=code_pb2.RESOURCE_EXHAUSTED,
@@ -66,14 +63,24 @@ async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
     await context.abort_with_status(rpc_status.to_status(to_status(exc)))
 
 
+def reason(exc: BaseException) -> str:
+    """A short, low-cardinality label for metrics: why a call was refused."""
+    if isinstance(exc, Backpressure):
+        return exc.subject.rsplit(":", 1)[-1] if exc.subject.startswith("tenant:") else "backlog"
+    return code_pb2.Code.Name(to_status(exc).code).lower() if isinstance(exc, HolisticError) else "unavailable"
+
+
 def unary(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    timer = RPC_SECONDS.labels(fn.__name__)
+
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
-        try:
-            return await fn(self, request, context)
-        except (HolisticError, redis.RedisError, ConnectionError) as exc:
-            await abort(context, exc)
-            raise AssertionError("unreachable") from exc
+        with timer.time():
+            try:
+                return await fn(self, request, context)
+            except (HolisticError, redis.RedisError, ConnectionError) as exc:
+                await abort(context, exc)
+                raise AssertionError("unreachable") from exc
 
     return wrapper
 

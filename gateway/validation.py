@@ -159,10 +159,10 @@ def _texts(v: _Violations, path: str, p: pb.Prediction, max_text: int) -> None:
 def _tag(v: _Violations, path: str, pair: tuple[str, str]) -> bool:
     key, value = pair
     if not TAG_RE.fullmatch(key):
-        v.add(f"{path}[{key!r}]", f"key must be {TAG_RULE}")
+        v.add(path, f"key {key[:64]!r} must be {TAG_RULE}")
         return False
     if not TAG_RE.fullmatch(value):
-        v.add(f"{path}[{key!r}]", f"value must be {TAG_RULE}")
+        v.add(path, f"value {value[:64]!r} of {key!r} must be {TAG_RULE}")
         return False
     return True
 
@@ -218,9 +218,9 @@ def _metadata(v: _Violations, path: str, metadata: object, max_entries: int) -> 
         v.add(path, f"has {len(items)} entries; at most {max_entries}")
     for key, value in items.items():
         if not key or len(key) > 128:
-            v.add(f"{path}[{key[:32]!r}]", "key must be 1-128 characters")
+            v.add(path, f"key {key[:32]!r} must be 1-128 characters")
         elif len(value) > 4096:
-            v.add(f"{path}[{key!r}]", "value must be at most 4096 characters")
+            v.add(path, f"value of {key!r} must be at most 4096 characters")
 
 
 def _timing(v: _Violations, path: str, t: pb.Timing) -> None:

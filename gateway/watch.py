@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from gateway.profiles import ProfileReader, WindowSpec
 from holistic.keys import Keys
 from holistic.redis_conn import RETRYABLE
+from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.profile_pb2 import Profile
 
 log = logging.getLogger("holistic.gateway")
@@ -86,19 +87,20 @@ class WatchHub:
             feed.task = asyncio.create_task(feed.run(self.block_ms), name=f"watch-{model}")
         return feed
 
-    async def watch(self, model: str, spec: WindowSpec) -> AsyncIterator[Profile]:
+    async def watch(self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT) -> AsyncIterator[Profile]:
+        model = internal_model(tenant, public)
         feed = self._feed(model)
         feed.watchers += 1
         try:
             await feed.ready.wait()
             seen = feed.version
-            yield await self.reader.profile(model, spec)
+            yield await self.reader.profile(public, spec, tenant)
             while True:
                 async with feed.changed:
                     await feed.changed.wait_for(lambda seen=seen: feed.version != seen)
                 await asyncio.sleep(self.min_interval_s)  # let a burst of applies land
                 seen = feed.version
-                yield await self.reader.profile(model, spec)
+                yield await self.reader.profile(public, spec, tenant)
         finally:
             feed.watchers -= 1
             if feed.watchers == 0 and self.feeds.get(model) is feed:

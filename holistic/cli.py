@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import shutil
 import sys
 import tempfile
@@ -17,7 +16,7 @@ from rich.table import Table
 from holistic.classifiers.models_cli import models as models_group
 from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
-from holistic_client.cli import COMMANDS, target_option, token_option
+from holistic_client.cli import COMMANDS, target_option
 
 err = Console(stderr=True)
 
@@ -30,11 +29,10 @@ def _settings() -> Settings:
         sys.exit(2)
 
 
-def _logging(verbose: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s",
-    )
+def _logging(settings: Settings) -> None:
+    from holistic.observability import setup_logging
+
+    setup_logging(settings.log_format, settings.log_level)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -60,8 +58,8 @@ def up(
     """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor."""
     from holistic import up as up_mod
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     temp_dir = None
     if data_dir is None:
         if demo:
@@ -108,8 +106,8 @@ def gateway(address: str | None, processes: int | None) -> None:
     """Run the gRPC gateway."""
     from gateway.server import serve, serve_processes
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     try:
         n = processes or settings.gateway_processes
         if n > 1:
@@ -124,12 +122,14 @@ def gateway(address: str | None, processes: int | None) -> None:
 @click.argument("family", type=click.Choice(KNOWN_FAMILIES))
 def worker(family: str) -> None:
     """Run one replica of a metric family's service (start more to scale it)."""
+    from holistic.observability import serve_metrics
     from holistic.redis_conn import sync_client
     from metric_services.runner import run_worker
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     try:
+        serve_metrics(settings.metrics_address)
         run_worker(family, settings, sync_client(settings))
     except ConfigError as exc:  # e.g. a model the family needs at start cannot be loaded
         err.print(f"[red]error:[/red] {escape(str(exc))}")
@@ -139,13 +139,15 @@ def worker(family: str) -> None:
 @main.command()
 @click.option("--address", default=None, help="host:port to serve the page on (default HOLISTIC_DASHBOARD_ADDRESS).")
 @target_option
-@token_option
+@click.option(
+    "--token", envvar=["HOLISTIC_DASHBOARD_TOKEN", "HOLISTIC_TOKEN"], default=None, help="Bearer token for the gateway."
+)
 def dashboard(address: str | None, target: str, token: str | None) -> None:
     """Serve the live web dashboard, reading the gateway at --target with --token."""
     from holistic_dashboard.server import serve
 
-    _logging()
     settings = _settings()
+    _logging(settings)
 
     def ready(url: str) -> None:
         err.print(f"dashboard on [link={url}]{url}[/link], reading the gateway at {target}")
@@ -165,9 +167,28 @@ def janitor() -> None:
     from holistic.janitor import run_janitor
     from holistic.redis_conn import sync_client
 
-    _logging()
     settings = _settings()
+    _logging(settings)
     run_janitor(settings, sync_client(settings))
+
+
+@main.group()
+def tokens() -> None:
+    """Create tenant tokens (the service stores only their sha256)."""
+
+
+@tokens.command("new")
+@click.argument("tenant")
+def tokens_new(tenant: str) -> None:
+    """Print a new random token for TENANT, and the line to add to HOLISTIC_TOKENS(_FILE)."""
+    from holistic.tenants import TENANT_RE, hash_token, new_token
+
+    if not TENANT_RE.fullmatch(tenant):
+        err.print(f"[red]error:[/red] a tenant name must match {TENANT_RE.pattern}")
+        sys.exit(2)
+    token = new_token()
+    click.echo(f"token (give it to the tenant; it is not stored):  {token}")
+    click.echo(f"entry (add it to HOLISTIC_TOKENS_FILE):           {tenant}:sha256:{hash_token(token)}")
 
 
 @main.group()
@@ -175,22 +196,27 @@ def dlq() -> None:
     """Inspect and replay dead-lettered batches."""
 
 
-@dlq.command("list")
-@click.option("--count", default=100, show_default=True)
-def dlq_list(count: int) -> None:
-    """Dead letters: which family gave up on which batch, and why."""
+def _queues(settings: Settings) -> list:  # type: ignore[type-arg]
     from holistic.keys import Keys
     from holistic.redis_conn import sync_client
     from holistic.workqueue import WorkQueue
 
+    client, keys = sync_client(settings), Keys(settings.key_prefix)
+    return [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
+
+
+@dlq.command("list")
+@click.option("--count", default=100, show_default=True, help="Per queue shard.")
+def dlq_list(count: int) -> None:
+    """Dead letters: which family gave up on which batch, and why."""
     settings = _settings()
-    queue = WorkQueue(sync_client(settings), Keys(settings.key_prefix))
-    table = Table(title=f"dead letters ({queue.keys.dead_letters})")
-    for col in ("id", "family", "model", "seq", "deliveries", "reason"):
+    table = Table(title="dead letters")
+    for col in ("id", "shard", "family", "model", "seq", "deliveries", "reason"):
         table.add_column(col)
-    for dl_id, info in queue.dead_letters(count):
-        table.add_row(dl_id, info.get("group", ""), info.get("m", ""), info.get("s", ""),
-                      info.get("deliveries", ""), info.get("reason", ""))  # fmt: skip
+    for queue in _queues(settings):
+        for dl_id, info in queue.dead_letters(count):
+            table.add_row(dl_id, str(queue.shard), info.get("group", ""), info.get("m", ""), info.get("s", ""),
+                          info.get("deliveries", ""), info.get("reason", ""))  # fmt: skip
     Console().print(table)
 
 
@@ -199,24 +225,26 @@ def dlq_list(count: int) -> None:
 @click.option("--all", "replay_all", is_flag=True, help="Replay every dead letter.")
 def dlq_replay(ids: tuple[str, ...], replay_all: bool) -> None:
     """Put dead letters back on the work stream (safe: applied families skip them)."""
-    from holistic.keys import Keys
-    from holistic.redis_conn import sync_client
-    from holistic.workqueue import WorkQueue
-
     settings = _settings()
-    queue = WorkQueue(sync_client(settings), Keys(settings.key_prefix))
-    targets = [i for i, _ in queue.dead_letters(1_000_000)] if replay_all else list(ids)
-    if not targets:
+    queues = _queues(settings)
+    if not ids and not replay_all:
         err.print("nothing to replay: give dead-letter ids or --all")
         sys.exit(1)
-    missing = 0
-    for dl_id in targets:
-        new_id = queue.replay(dl_id)
-        if new_id is None:
-            missing += 1
-            err.print(f"no dead letter {dl_id}")
-        else:
-            click.echo(f"{dl_id} -> {new_id}")
+    wanted = None if replay_all else set(ids)
+    replayed: set[str] = set()
+    for queue in queues:
+        for dl_id, _ in queue.dead_letters(1_000_000):
+            if wanted is not None and dl_id not in wanted:
+                continue
+            new_id = queue.replay(dl_id)
+            if new_id is not None:
+                replayed.add(dl_id)
+                click.echo(f"{dl_id} -> {new_id}")
+    missing = sorted((wanted or set()) - replayed)
+    for dl_id in missing:
+        err.print(f"no dead letter {dl_id}")
+    if not replayed and replay_all:
+        err.print("no dead letters")
     sys.exit(1 if missing else 0)
 
 

@@ -20,9 +20,10 @@ INSTALL_HINT = (
 class EmbeddedRedis:
     """redis-server with AOF everysec and noeviction in data_dir, as production should run it."""
 
-    def __init__(self, data_dir: Path, *, persist: bool = True) -> None:
+    def __init__(self, data_dir: Path, *, persist: bool = True, fsync: str = "everysec") -> None:
         self.data_dir = data_dir.resolve()
         self.persist = persist
+        self.fsync = fsync
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -47,7 +48,7 @@ class EmbeddedRedis:
         args = [exe, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
                 "--dir", str(self.data_dir), "--save", "", "--maxmemory-policy", "noeviction",
                 "--logfile", str(self.data_dir / "redis.log")]  # fmt: skip
-        args += ["--appendonly", "yes", "--appendfsync", "everysec"] if self.persist else ["--appendonly", "no"]
+        args += ["--appendonly", "yes", "--appendfsync", self.fsync] if self.persist else ["--appendonly", "no"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(unix_socket_path=str(self.socket))
         deadline = time.monotonic() + timeout_s

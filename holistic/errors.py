@@ -39,14 +39,24 @@ class NotFound(HolisticError):
 
 @dataclass
 class Backpressure(HolisticError):
-    """The backlog is over its cap; the client should retry after retry_after_s."""
+    """A limit is reached (the backlog cap, a tenant's quota); retry after retry_after_s."""
 
     retry_after_s: float
-    backlog: int
-    cap: int
+    subject: str  # google.rpc.QuotaFailure subject, e.g. "work-stream-backlog" or "tenant:team-a:rate"
+    description: str
+    message: str
 
     def __str__(self) -> str:
-        return f"backlog of {self.backlog} batches is over its cap of {self.cap}; retry later"
+        return self.message
+
+    @classmethod
+    def backlog(cls, retry_after_s: float, backlog: int, cap: int) -> Backpressure:
+        return cls(
+            retry_after_s,
+            "work-stream-backlog",
+            f"{backlog} batches queued; cap {cap}",
+            f"backlog of {backlog} batches is over its cap of {cap}; retry later",
+        )
 
 
 class Unavailable(HolisticError):

@@ -24,23 +24,25 @@ def sweep(queue: WorkQueue, families: list[str], stale_ms: int = STALE_CONSUMER_
     trimmed = queue.trim()
     removed = 0
     for family in families:
-        for c in queue.r.xinfo_consumers(queue.keys.stream, family):
+        for c in queue.r.xinfo_consumers(queue.stream, family):
             name = c["name"].decode() if isinstance(c["name"], bytes) else c["name"]
             if int(c["pending"]) == 0 and int(c["idle"]) >= stale_ms:
-                queue.r.xgroup_delconsumer(queue.keys.stream, family, name)
+                queue.r.xgroup_delconsumer(queue.stream, family, name)
                 removed += 1
     return trimmed, removed
 
 
 def run_janitor(settings: Settings, client: redis.Redis, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
-    queue = WorkQueue(client, Keys(settings.key_prefix))
-    log.info("janitor trimming %s every %.0fs", queue.keys.stream, settings.janitor_interval_s)
+    keys = Keys(settings.key_prefix)
+    queues = [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
+    log.info("janitor trimming %d queue shard(s) every %.0fs", len(queues), settings.janitor_interval_s)
     while not stop.is_set():
         try:
-            trimmed, removed = sweep(queue, list(settings.families))
-            if trimmed or removed:
-                log.info("trimmed %d entries, removed %d idle consumers", trimmed, removed)
+            for queue in queues:
+                trimmed, removed = sweep(queue, list(settings.families))
+                if trimmed or removed:
+                    log.info("%s: trimmed %d entries, removed %d idle consumers", queue.stream, trimmed, removed)
         except RETRYABLE as exc:
             log.warning("redis unreachable (%s)", exc)
         stop.wait(settings.janitor_interval_s)

@@ -8,29 +8,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-QUEUE_SHARD = "q0"
-
 
 @dataclass(frozen=True)
 class Keys:
     prefix: str = "hl"
 
-    # --- the work queue -------------------------------------------------------------------
+    # --- the work queue (sharded: one stream per hash tag {q<n>}, so shards spread over a cluster) --
+    def stream_for(self, shard: int) -> str:
+        """STREAM: one entry per accepted batch; one consumer group per metric family."""
+        return f"{self.prefix}:{{q{shard}}}:preds"
+
+    def dead_letters_for(self, shard: int) -> str:
+        """STREAM: entries a family gave up on, with their group and delivery count (same tag)."""
+        return f"{self.prefix}:{{q{shard}}}:dlq"
+
     @property
     def stream(self) -> str:
-        """STREAM: one entry per accepted batch; one consumer group per metric family."""
-        return f"{self.prefix}:{{{QUEUE_SHARD}}}:preds"
+        """The first shard's stream: the whole queue of a single-shard deployment."""
+        return self.stream_for(0)
 
     @property
     def dead_letters(self) -> str:
-        """STREAM: entries a family gave up on, with their group and delivery count."""
-        return f"{self.prefix}:{{{QUEUE_SHARD}}}:dlq"
+        return self.dead_letters_for(0)
 
-    # --- global --------------------------------------------------------------------------
-    @property
-    def models(self) -> str:
-        """SET: every model with an accepted batch."""
-        return f"{self.prefix}:models"
+    # --- per tenant --------------------------------------------------------------------------
+    def models(self, tenant: str = "default") -> str:
+        """SET: the tenant's models (names within the tenant) with an accepted batch."""
+        if tenant == "default":
+            return f"{self.prefix}:models"
+        return f"{self.prefix}:{{t:{tenant}}}:models"
+
+    def rate(self, tenant: str, second: int) -> str:
+        """STRING: predictions the tenant submitted in that epoch second (expires after 2 s)."""
+        return f"{self.prefix}:{{t:{tenant}}}:rate:{second}"
 
     # --- per model -----------------------------------------------------------------------
     def _model(self, model: str) -> str:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 import redis.asyncio as aioredis
+import redis.asyncio.cluster as aiocluster
+import redis.cluster
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
@@ -19,22 +23,38 @@ def _url(settings: Settings) -> str:
     return settings.redis_url
 
 
-def sync_client(settings: Settings, **kwargs: object) -> redis.Redis:
-    return redis.Redis.from_url(
-        _url(settings),
-        socket_timeout=kwargs.pop("socket_timeout", 30.0),  # type: ignore[arg-type]
-        socket_connect_timeout=5.0,
-        health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
-        **kwargs,  # type: ignore[arg-type]
-    )
+def _tls(settings: Settings) -> dict[str, object]:
+    """Certificate options for rediss:// URLs (the URL itself carries an ACL user and password)."""
+    out: dict[str, object] = {}
+    if settings.redis_tls_ca:
+        out["ssl_ca_certs"] = str(settings.redis_tls_ca)
+    if settings.redis_tls_cert:
+        out["ssl_certfile"] = str(settings.redis_tls_cert)
+    if settings.redis_tls_key:
+        out["ssl_keyfile"] = str(settings.redis_tls_key)
+    if out and not _url(settings).startswith("rediss://"):
+        raise ConfigError("HOLISTIC_REDIS_TLS_* need a rediss:// REDIS_URL")
+    return out
 
 
-def async_client(settings: Settings, **kwargs: object) -> aioredis.Redis:
+def sync_client(settings: Settings, **kwargs: Any) -> redis.Redis:
+    """A client for one Redis, or for a Redis Cluster (HOLISTIC_REDIS_CLUSTER) from any node's URL."""
+    common: dict[str, Any] = {
+        **_tls(settings),
+        "socket_timeout": kwargs.pop("socket_timeout", 30.0),
+        "socket_connect_timeout": 5.0,
+        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=3),
+        **kwargs,
+    }
+    if settings.redis_cluster:
+        return redis.cluster.RedisCluster.from_url(_url(settings), **common)  # type: ignore[return-value]
+    return redis.Redis.from_url(_url(settings), health_check_interval=30, **common)
+
+
+def async_client(settings: Settings, **kwargs: Any) -> aioredis.Redis:
+    common: dict[str, Any] = {**_tls(settings), "socket_connect_timeout": 5.0, **kwargs}
+    if settings.redis_cluster:
+        return aiocluster.RedisCluster.from_url(_url(settings), **common)  # type: ignore[return-value]
     return aioredis.Redis.from_url(
-        _url(settings),
-        socket_connect_timeout=5.0,
-        health_check_interval=30,
-        max_connections=kwargs.pop("max_connections", 256),  # type: ignore[arg-type]
-        **kwargs,  # type: ignore[arg-type]
+        _url(settings), health_check_interval=30, max_connections=common.pop("max_connections", 256), **common
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 LUA_DIR = Path(__file__).parent / "lua"
-NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "groups")
+NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups")
 
 
 @cache
@@ -26,4 +26,5 @@ class Scripts:
         self.apply = client.register_script(source("apply"))
         self.deadletter = client.register_script(source("deadletter"))
         self.replay = client.register_script(source("replay"))
+        self.rate = client.register_script(source("rate"))
         self.groups = client.register_script(source("groups"))

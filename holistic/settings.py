@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from holistic.errors import ConfigError
@@ -31,16 +31,40 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("REDIS_URL", "HOLISTIC_REDIS_URL"),
-        description="redis://, rediss:// or unix:// URL. Unset: `holistic up` starts a private server.",
+        description="redis://, rediss:// or unix:// URL (user:password@ for ACL). Unset: `holistic up` starts one.",
+        repr=False,  # may hold a password: never in logs or reprs
     )
+    redis_tls_ca: Path | None = Field(default=None, description="CA bundle that signed Redis's certificate.")
+    redis_tls_cert: Path | None = Field(default=None, description="Client certificate, when Redis asks for one.")
+    redis_tls_key: Path | None = Field(default=None, description="Key of the client certificate.")
     data_dir: Path = Field(default=Path(".holistic"), description="Where `holistic up` keeps its Redis.")
+    durability: Literal["everysec", "strict"] = Field(
+        default="everysec",
+        description="strict: a batch is acknowledged only once on disk (appendfsync always, or WAITAOF >= 7.2).",
+    )
     key_prefix: str = Field(default="hl", pattern=r"^[a-z][a-z0-9_]{0,15}$")
+    redis_cluster: bool = Field(default=False, description="REDIS_URL names a node of a Redis Cluster.")
+    queue_shards: int = Field(
+        default=1, ge=1, le=1024, description="Work stream shards (a model's batches stay in one); fix at deploy."
+    )
 
     # --- Gateway ---------------------------------------------------------------------------
     gateway_address: str = "127.0.0.1:50051"
     gateway_processes: int = Field(default=1, ge=1, le=64, description="Processes sharing the port.")
-    tokens: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Bearer tokens, comma separated. Empty: the gateway is open."
+    tokens: str = Field(
+        default="",
+        description="Token entries, comma separated: <tenant>:sha256:<hex> (or a bare token: tenant default).",
+        repr=False,
+    )
+    tokens_file: Path | None = Field(default=None, description="More entries, one per line; re-read on change.")
+    tls_cert: Path | None = Field(default=None, description="Gateway certificate chain (PEM): serve TLS.")
+    tls_key: Path | None = Field(default=None, description="Gateway private key (PEM).")
+    tls_client_ca: Path | None = Field(default=None, description="CA for client certificates: mutual TLS.")
+    tenant_predictions_per_s: int = Field(default=0, ge=0, description="Per tenant; 0: unlimited.")
+    tenant_backlog_share: float = Field(default=1.0, gt=0, le=1, description="Of the backlog cap, per tenant.")
+    tenant_quotas: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description='Per tenant, JSON: {"team-a": {"predictions_per_s": 5000, "backlog_share": 0.5}}.',
     )
     max_batch_predictions: int = Field(default=1000, ge=1, le=100_000)
     max_text_bytes: int = Field(default=1 << 20, ge=1024, description="Per text field (input, output, ...).")
@@ -59,6 +83,9 @@ class Settings(BaseSettings):
     max_deliveries: int = Field(default=6, ge=1, description="Deliveries before an entry is dead-lettered.")
     max_failures: int = Field(default=3, ge=1, description="Caught exceptions before dead-lettering.")
     recover_interval_s: float = Field(default=5.0, gt=0)
+    worker_shards: Annotated[list[int], NoDecode] = Field(
+        default_factory=list, description="Queue shards this worker reads, comma separated; empty: all."
+    )
     janitor_interval_s: float = Field(default=10.0, gt=0)
 
     # --- Statistics and profiles -----------------------------------------------------------
@@ -69,6 +96,13 @@ class Settings(BaseSettings):
     main_metrics: dict[str, str] = Field(
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )
+
+    # --- Observability ---------------------------------------------------------------------
+    metrics_address: str = Field(
+        default="", description="host:port for Prometheus /metrics of this process; empty: none."
+    )
+    log_format: Literal["text", "json"] = Field(default="text", description="json: one JSON object per line.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     # --- Dashboard ---------------------------------------------------------------------------
     dashboard_address: str = Field(
@@ -110,7 +144,7 @@ class Settings(BaseSettings):
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
 
-    @field_validator("tokens", "families", mode="before")
+    @field_validator("families", "worker_shards", mode="before")
     @classmethod
     def _csv(cls, value: Any) -> Any:
         return _split_csv(value)
@@ -123,15 +157,40 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown families {unknown}; known: {list(KNOWN_FAMILIES)}")
         return value
 
-    @field_validator("latency_objectives", "main_metrics", mode="before")
+    @field_validator("latency_objectives", "main_metrics", "tenant_quotas", mode="before")
     @classmethod
     def _json(cls, value: Any) -> Any:
         if isinstance(value, str):
             return json.loads(value) if value.strip() else {}
         return value
 
+    @model_validator(mode="after")
+    def _pairs(self) -> Settings:
+        bad = [n for n in self.worker_shards if not 0 <= n < self.queue_shards]
+        if bad:
+            raise ValueError(f"HOLISTIC_WORKER_SHARDS {bad}: shards are 0..{self.queue_shards - 1}")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("HOLISTIC_TLS_CERT and HOLISTIC_TLS_KEY go together")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ValueError("HOLISTIC_TLS_CLIENT_CA (mutual TLS) needs HOLISTIC_TLS_CERT and HOLISTIC_TLS_KEY")
+        for tenant, quota in self.tenant_quotas.items():
+            unknown = set(quota) - {"predictions_per_s", "backlog_share"}
+            if unknown:
+                raise ValueError(f"HOLISTIC_TENANT_QUOTAS[{tenant!r}]: unknown keys {sorted(unknown)}")
+        return self
+
     def latency_objective_for(self, model: str) -> float:
-        return self.latency_objectives.get(model, self.latency_objective_s)
+        """Per stored model name, or its name within its tenant, else the default."""
+        if model in self.latency_objectives:
+            return self.latency_objectives[model]
+        public = model.rpartition("|")[2]
+        return self.latency_objectives.get(public, self.latency_objective_s)
+
+    def predictions_per_s_for(self, tenant: str) -> int:
+        return int(self.tenant_quotas.get(tenant, {}).get("predictions_per_s", self.tenant_predictions_per_s))
+
+    def backlog_share_for(self, tenant: str) -> float:
+        return float(self.tenant_quotas.get(tenant, {}).get("backlog_share", self.tenant_backlog_share))
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -141,8 +200,11 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            name = "HOLISTIC_" + "_".join(str(p) for p in err["loc"]).upper()
-            problems.append(f"{name}: {err['msg']}")
+            if err["loc"]:
+                name = "HOLISTIC_" + "_".join(str(p) for p in err["loc"]).upper()
+                problems.append(f"{name}: {err['msg']}")
+            else:
+                problems.append(err["msg"].removeprefix("Value error, "))
         raise ConfigError("invalid settings:\n  " + "\n  ".join(problems)) from exc
 
 

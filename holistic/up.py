@@ -24,6 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from holistic.embedded_redis import EmbeddedRedis
 from holistic.errors import ConfigError
 from holistic.settings import Settings
+from holistic.tenants import first_bare_token
 
 log = logging.getLogger("holistic.up")
 
@@ -34,9 +35,10 @@ def free_address(host: str = "127.0.0.1") -> str:
         return f"{host}:{s.getsockname()[1]}"
 
 
-def wait_serving(address: str, timeout_s: float = 30.0, token: str | None = None) -> None:
+def wait_serving(address: str, timeout_s: float = 30.0, credentials: grpc.ChannelCredentials | None = None) -> None:
     deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(address) as channel:
+    channel_ = grpc.secure_channel(address, credentials) if credentials else grpc.insecure_channel(address)
+    with channel_ as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             try:
@@ -47,6 +49,18 @@ def wait_serving(address: str, timeout_s: float = 30.0, token: str | None = None
                 pass
             time.sleep(0.1)
     raise ConfigError(f"the gateway did not become healthy on {address} within {timeout_s:g} s")
+
+
+def wait_port(address: str, timeout_s: float = 30.0) -> None:
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise ConfigError(f"nothing listens on {address} after {timeout_s:g} s")
 
 
 @dataclass
@@ -73,9 +87,10 @@ class Stack:
         if self.settings.redis_url:
             self.redis_url = self.settings.redis_url
         else:
-            self.redis = EmbeddedRedis(self.data_dir)
+            fsync = "always" if self.settings.durability == "strict" else "everysec"
+            self.redis = EmbeddedRedis(self.data_dir, fsync=fsync)
             self.redis_url = self.redis.start()
-            log.info("private redis-server at %s (AOF everysec, noeviction)", self.redis_url)
+            log.info("private redis-server at %s (AOF %s, noeviction)", self.redis_url, fsync)
         py = [sys.executable, "-m", "holistic"]
         self.children = [Child("gateway", [*py, "gateway"])]
         self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.families]
@@ -87,29 +102,51 @@ class Stack:
         for child in self.children:
             self._spawn(child)
         try:
-            wait_serving(self.address)
+            if self.settings.tls_client_ca is not None:
+                wait_port(self.address)
+            else:
+                wait_serving(self.address, credentials=self._health_credentials())
         except ConfigError:
             self.stop()
             raise
+
+    def _health_credentials(self) -> grpc.ChannelCredentials | None:
+        """Over TLS, trust the gateway's own certificate; with mutual TLS, `up` has no client certificate,
+        so it waits for the port instead (wait_port)."""
+        s = self.settings
+        if s.tls_cert is None:
+            return None
+        return grpc.ssl_channel_credentials(root_certificates=s.tls_cert.read_bytes())
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["REDIS_URL"] = self.redis_url
         env["HOLISTIC_GATEWAY_ADDRESS"] = self.address
-        if self.settings.tokens and not env.get("HOLISTIC_TOKEN"):
-            env["HOLISTIC_TOKEN"] = self.settings.tokens[0]  # the dashboard reads the gateway with it
+        if not env.get("HOLISTIC_DASHBOARD_TOKEN") and not env.get("HOLISTIC_TOKEN"):
+            bare = first_bare_token(self.settings.tokens)
+            if bare:  # a development token given in clear: the dashboard reads the gateway with it
+                env["HOLISTIC_DASHBOARD_TOKEN"] = bare
         return env
 
     @property
     def dashboard_url(self) -> str | None:
         return f"http://{self.dashboard_address}/" if self.dashboard_address else None
 
+    def _metrics_env(self, child: Child) -> dict[str, str]:
+        """With HOLISTIC_METRICS_ADDRESS host:port, child i serves /metrics on port + i."""
+        if not self.settings.metrics_address:
+            return {}
+        host, _, port = self.settings.metrics_address.rpartition(":")
+        return {"HOLISTIC_METRICS_ADDRESS": f"{host}:{int(port) + self.children.index(child)}"}
+
     def _spawn(self, child: Child) -> None:
         out: IO[bytes] | None = None
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             out = child.log_file = open(self.log_dir / f"{child.name}.log", "ab")  # noqa: SIM115
-        child.proc = subprocess.Popen(child.args, env=self._env(), stdout=out, stderr=out)
+        child.proc = subprocess.Popen(
+            child.args, env={**self._env(), **self._metrics_env(child)}, stdout=out, stderr=out
+        )
 
     def supervise_once(self) -> None:
         """Restart any child that died; the work it held is reclaimed by its group's replicas."""

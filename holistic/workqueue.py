@@ -9,6 +9,7 @@ still needs; XADD MAXLEN would silently drop undelivered entries.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import redis
@@ -39,17 +40,27 @@ def id_key(entry_id: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
+def shard_of(model: str, shards: int) -> int:
+    """The queue shard of a model's batches: one model stays in one stream, so its batches stay ordered."""
+    return zlib.crc32(model.encode()) % shards if shards > 1 else 0
+
+
 class WorkQueue:
-    def __init__(self, client: redis.Redis, keys: Keys, scripts: Scripts | None = None) -> None:
+    """One shard of the work stream and its dead letters."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, scripts: Scripts | None = None, shard: int = 0) -> None:
         self.r = client
         self.keys = keys
+        self.shard = shard
+        self.stream = keys.stream_for(shard)
+        self.dlq = keys.dead_letters_for(shard)
         self.scripts = scripts or Scripts(client)
 
     # --- groups ---------------------------------------------------------------------------
     def ensure_group(self, group: str) -> bool:
         """Create the family's group at the start of the stream; False when it existed."""
         try:
-            self.r.xgroup_create(self.keys.stream, group, id="0", mkstream=True)
+            self.r.xgroup_create(self.stream, group, id="0", mkstream=True)
             return True
         except redis.ResponseError as exc:
             if "BUSYGROUP" in str(exc):
@@ -58,7 +69,7 @@ class WorkQueue:
 
     def groups(self) -> list[dict[str, object]]:
         try:
-            raw = self.r.xinfo_groups(self.keys.stream)
+            raw = self.r.xinfo_groups(self.stream)
         except redis.ResponseError as exc:
             if "no such key" in str(exc).lower():
                 return []
@@ -69,7 +80,7 @@ class WorkQueue:
         """Per group: entries not yet delivered (lag) plus delivered but unacknowledged."""
         out: dict[str, int] = {}
         groups = self.groups()
-        length = self.r.xlen(self.keys.stream) if groups else 0
+        length = self.r.xlen(self.stream) if groups else 0
         for g in groups:
             lag = g.get("lag")
             out[str(g["name"])] = int(g.get("pending", 0)) + (int(lag) if lag is not None else length)  # type: ignore[call-overload]
@@ -77,13 +88,13 @@ class WorkQueue:
 
     # --- consuming -------------------------------------------------------------------------
     def read(self, group: str, consumer: str, count: int, block_ms: int) -> list[tuple[str, dict[bytes, bytes]]]:
-        reply = self.r.xreadgroup(group, consumer, {self.keys.stream: ">"}, count=count, block=block_ms)
+        reply = self.r.xreadgroup(group, consumer, {self.stream: ">"}, count=count, block=block_ms)
         if not reply:
             return []
         return [(_s(eid), fields) for eid, fields in reply[0][1]]
 
     def idle_pending(self, group: str, idle_ms: int, count: int = 100) -> list[Pending]:
-        rows = self.r.xpending_range(self.keys.stream, group, min="-", max="+", count=count, idle=idle_ms)
+        rows = self.r.xpending_range(self.stream, group, min="-", max="+", count=count, idle=idle_ms)
         return [
             Pending(_s(r["message_id"]), _s(r["consumer"]), int(r["time_since_delivered"]), int(r["times_delivered"]))
             for r in rows
@@ -91,24 +102,22 @@ class WorkQueue:
 
     def claim(self, group: str, consumer: str, idle_ms: int, entry_id: str) -> tuple[str, dict[bytes, bytes]] | None:
         """Take over one idle entry. None when another consumer got it first."""
-        claimed = self.r.xclaim(self.keys.stream, group, consumer, idle_ms, [entry_id])
+        claimed = self.r.xclaim(self.stream, group, consumer, idle_ms, [entry_id])
         if not claimed:
             return None
         eid, fields = claimed[0]
         return _s(eid), fields or {}
 
     def ack(self, group: str, ids: list[str]) -> int:
-        return int(self.r.xack(self.keys.stream, group, *ids)) if ids else 0
+        return int(self.r.xack(self.stream, group, *ids)) if ids else 0
 
     def deadletter(self, group: str, entry_id: str, deliveries: int, reason: str) -> bool:
-        moved = self.scripts.deadletter(
-            keys=[self.keys.stream, self.keys.dead_letters], args=[group, entry_id, deliveries, reason[:500]]
-        )
+        moved = self.scripts.deadletter(keys=[self.stream, self.dlq], args=[group, entry_id, deliveries, reason[:500]])
         return bool(moved)
 
     # --- dead letters ---------------------------------------------------------------------
     def dead_letters(self, count: int = 100) -> list[tuple[str, dict[str, str]]]:
-        rows = self.r.xrange(self.keys.dead_letters, count=count)
+        rows = self.r.xrange(self.dlq, count=count)
         out = []
         for eid, fields in rows:
             info = {_s(k): _s(v) for k, v in fields.items() if _s(k) != "e"}
@@ -116,7 +125,7 @@ class WorkQueue:
         return out
 
     def replay(self, dead_letter_id: str) -> str | None:
-        new_id = self.scripts.replay(keys=[self.keys.dead_letters, self.keys.stream], args=[dead_letter_id])
+        new_id = self.scripts.replay(keys=[self.dlq, self.stream], args=[dead_letter_id])
         return _s(new_id) if new_id else None
 
     # --- trimming ----------------------------------------------------------------------------
@@ -125,7 +134,7 @@ class WorkQueue:
         floor: str | None = None
         for g in self.groups():
             if int(g.get("pending", 0)):  # type: ignore[call-overload]
-                summary = self.r.xpending(self.keys.stream, str(g["name"]))
+                summary = self.r.xpending(self.stream, str(g["name"]))
                 needed = _s(summary["min"])
             else:
                 needed = next_id(str(g["last-delivered-id"]))
@@ -138,4 +147,4 @@ class WorkQueue:
         floor = self.trim_floor()
         if floor is None:
             return 0
-        return int(self.r.xtrim(self.keys.stream, minid=floor, approximate=False))
+        return int(self.r.xtrim(self.stream, minid=floor, approximate=False))

@@ -27,6 +27,15 @@ from holistic.families import Family, Partial, as_partial, load_family
 from holistic.faults import Faults
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
+from holistic.observability import (
+    APPLIED,
+    APPLIED_PREDICTIONS,
+    APPLY_SECONDS,
+    CLAIMED,
+    COMPUTE_SECONDS,
+    DEAD_LETTERED,
+    SKIPPED,
+)
 from holistic.redis_conn import RETRYABLE
 from holistic.settings import Settings
 from holistic.stats import Stats
@@ -58,6 +67,7 @@ class _Work:
     by_minute: dict[int, Stats]
     partial: Partial | None = None
     accept_s: float = 0.0
+    traceparent: str = ""
 
 
 _NOT_MINE = object()
@@ -78,7 +88,10 @@ class Worker:
             prepare(settings)
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
-        self.queue = WorkQueue(client, self.keys)
+        shards = settings.worker_shards or list(range(settings.queue_shards))
+        self.queues = [WorkQueue(client, self.keys, shard=n) for n in shards]
+        self.queue = self.queues[0]
+        self._next_block = 0
         self.r = client
         self.group = self.family.name
         self.consumer = consumer or f"{self.group}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -90,8 +103,10 @@ class Worker:
 
     # --- the loop --------------------------------------------------------------------------
     def run(self) -> None:
-        self.queue.ensure_group(self.group)
-        log.info("worker %s consuming %s as %s", self.group, self.keys.stream, self.consumer)
+        for queue in self.queues:
+            queue.ensure_group(self.group)
+        streams = ", ".join(q.stream for q in self.queues)
+        log.info("worker %s consuming %s as %s", self.group, streams, self.consumer)
         delay = 0.1
         while not self.stopping.is_set():
             try:
@@ -115,60 +130,82 @@ class Worker:
         signal.signal(signal.SIGINT, stop)
 
     def step(self, block_ms: int | None = None) -> int:
-        """Read and process new entries once; returns how many were handled."""
+        """Read and process new entries once; returns how many were handled.
+
+        With several shards, each is read without blocking; only when all are empty does the worker
+        block, on one shard in turn, for a fraction of block_ms (a cluster forbids one XREADGROUP
+        over streams in different slots)."""
         block = self.settings.block_ms if block_ms is None else block_ms
+        count = self.settings.read_count
+        if len(self.queues) == 1:
+            return self._read(self.queue, count, block)
+        handled = sum(self._read(q, count, None) for q in self.queues)
+        if handled == 0:
+            queue = self.queues[self._next_block % len(self.queues)]
+            self._next_block += 1
+            handled = self._read(queue, count, max(1, block // len(self.queues)))
+        return handled
+
+    def _read(self, queue: WorkQueue, count: int, block: int | None) -> int:
         try:
-            entries = self.queue.read(self.group, self.consumer, self.settings.read_count, block)
+            entries = queue.read(self.group, self.consumer, count, block)
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
-            self.queue.ensure_group(self.group)  # the stream was deleted (or never existed): start over
-            entries = self.queue.read(self.group, self.consumer, self.settings.read_count, block)
+            queue.ensure_group(self.group)  # the stream was deleted (or never existed): start over
+            entries = queue.read(self.group, self.consumer, count, block)
         if entries:
-            self.process(entries)
+            self.process(entries, queue)
         return len(entries)
 
     def recover(self) -> int:
         """Claim entries idle past claim_idle_ms, one at a time; dead-letter the hopeless."""
+        return sum(self._recover(queue) for queue in self.queues)
+
+    def _recover(self, queue: WorkQueue) -> int:
         handled = 0
         idle = self.settings.claim_idle_ms
         try:
-            pending = self.queue.idle_pending(self.group, idle)
+            pending = queue.idle_pending(self.group, idle)
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
-            self.queue.ensure_group(self.group)
+            queue.ensure_group(self.group)
             return 0
         for p in pending:
             if self.stopping.is_set():
                 break
             if p.deliveries >= self.settings.max_deliveries:
                 reason = f"delivered {p.deliveries} times without an ack (consumer crashed each time)"
-                if self.queue.deadletter(self.group, p.id, p.deliveries, reason):
+                if queue.deadletter(self.group, p.id, p.deliveries, reason):
                     self.counters.dead_lettered += 1
-                    log.error("dead-lettered %s for %s: %s", p.id, self.group, reason)
+                    DEAD_LETTERED.labels(self.group).inc()
+                    log.error("dead-lettered %s for %s: %s", p.id, self.group, reason,
+                              extra={"family": self.group, "entry_id": p.id})  # fmt: skip
                 continue
-            claimed = self.queue.claim(self.group, self.consumer, idle, p.id)
+            claimed = queue.claim(self.group, self.consumer, idle, p.id)
             if claimed is None:
                 continue
             self.counters.claimed += 1
+            CLAIMED.labels(self.group).inc()
             handled += 1
             entry_id, fields = claimed
             if not fields:  # trimmed or deleted: nothing to apply
-                self.queue.ack(self.group, [entry_id])
+                queue.ack(self.group, [entry_id])
                 continue
-            self.process([(entry_id, fields)])
+            self.process([(entry_id, fields)], queue)
         return handled
 
     # --- one read ---------------------------------------------------------------------------
-    def process(self, entries: list[tuple[str, dict[bytes, bytes]]]) -> None:
+    def process(self, entries: list[tuple[str, dict[bytes, bytes]]], queue: WorkQueue | None = None) -> None:
+        queue = queue or self.queue
         parsed: list[tuple[str, env_mod.Entry]] = []
         done_ids: list[str] = []
         for entry_id, fields in entries:
             try:
                 parsed.append((entry_id, env_mod.parse(entry_id, fields)))
             except env_mod.BadEntry as exc:
-                self._give_up(entry_id, f"unreadable entry: {exc}")
+                self._give_up(queue, entry_id, f"unreadable entry: {exc}")
         if parsed:
             pipe = self.r.pipeline(transaction=False)
             for _, e in parsed:
@@ -180,35 +217,53 @@ class Worker:
             if bit or (e.model, e.seq) in seen:  # applied before, or a re-added copy in this read
                 done_ids.append(entry_id)
                 self.counters.skipped += 1
+                SKIPPED.labels(self.group).inc()
                 continue
             seen.add((e.model, e.seq))
-            item = self._compute(entry_id, e)
+            item = self._compute(queue, entry_id, e)
             if item is _NOT_MINE:
                 done_ids.append(entry_id)
             elif isinstance(item, _Work):
                 work.append(item)
         self.faults.at("before_apply", [w.batch_id for w in work])
         if work:
+            started = time.perf_counter()
             plain = [w for w in work if w.partial is None]
-            pipe = self.r.pipeline(transaction=False)
-            for w in plain:
-                keys, args = self._apply_args(w, w.by_minute)
-                self.queue.scripts.apply(keys=keys, args=args, client=pipe)
-            results = dict(zip((id(w) for w in plain), pipe.execute(), strict=True))
+            if self.settings.redis_cluster:  # a cluster pipeline cannot run scripts: one call each
+                results = {}
+                for w in plain:
+                    keys, args = self._apply_args(w, w.by_minute)
+                    results[id(w)] = self.queue.scripts.apply(keys=keys, args=args)
+            else:
+                pipe = self.r.pipeline(transaction=False)
+                for w in plain:
+                    keys, args = self._apply_args(w, w.by_minute)
+                    self.queue.scripts.apply(keys=keys, args=args, client=pipe)
+                results = dict(zip((id(w) for w in plain), pipe.execute(), strict=True))
             for w in work:  # one at a time: a batch's state reads must see the batch before it
                 if w.partial is not None:
                     results[id(w)] = self._apply_with_instances(w, w.partial)
+            APPLY_SECONDS.labels(self.group).observe(time.perf_counter() - started)
             for w in work:
                 applied = results[id(w)]
                 if applied:
                     self.counters.applied += 1
                     self.counters.predictions += w.n
+                    APPLIED.labels(self.group).inc()
+                    APPLIED_PREDICTIONS.labels(self.group).inc(w.n)
+                    log.info(
+                        "applied batch_id=%s model=%s family=%s seq=%d n=%d traceparent=%s",
+                        w.batch_id, w.entry.model, self.group, w.entry.seq, w.n, w.traceparent,
+                        extra={"batch_id": w.batch_id, "model": w.entry.model, "family": self.group,
+                               "seq": w.entry.seq, "predictions": w.n, "traceparent": w.traceparent},
+                    )  # fmt: skip
                 else:  # another replica applied it between our GETBIT and our apply
                     self.counters.skipped += 1
+                    SKIPPED.labels(self.group).inc()
         self.faults.at("after_apply", [w.batch_id for w in work])
-        self.queue.ack(self.group, done_ids + [w.entry_id for w in work])
+        queue.ack(self.group, done_ids + [w.entry_id for w in work])
 
-    def _compute(self, entry_id: str, e: env_mod.Entry) -> _Work | object | None:
+    def _compute(self, queue: WorkQueue, entry_id: str, e: env_mod.Entry) -> _Work | object | None:
         """The batch's partial statistics; _NOT_MINE for another family's; None if dead-lettered."""
         last: Exception | None = None
         for _ in range(self.settings.max_failures):
@@ -216,20 +271,23 @@ class Worker:
                 envelope = e.envelope()
                 if envelope.families and self.group not in envelope.families:
                     return _NOT_MINE
-                by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
+                with COMPUTE_SECONDS.labels(self.group).time():
+                    by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
-                return _Work(entry_id, e, envelope.batch_id, len(envelope.predictions), by_minute, partial, accept_s)
+                n = len(envelope.predictions)
+                return _Work(entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent)
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
         name = type(last).__name__
         self.counters.errors[name] = self.counters.errors.get(name, 0) + 1
-        self._give_up(entry_id, f"{self.group} failed {self.settings.max_failures} times: {name}: {last}")
+        self._give_up(queue, entry_id, f"{self.group} failed {self.settings.max_failures} times: {name}: {last}")
         return None
 
-    def _give_up(self, entry_id: str, reason: str) -> None:
-        log.error("dead-lettering %s: %s", entry_id, reason)
-        if self.queue.deadletter(self.group, entry_id, 1, reason):
+    def _give_up(self, queue: WorkQueue, entry_id: str, reason: str) -> None:
+        log.error("dead-lettering %s: %s", entry_id, reason, extra={"family": self.group, "entry_id": entry_id})
+        if queue.deadletter(self.group, entry_id, 1, reason):
             self.counters.dead_lettered += 1
+            DEAD_LETTERED.labels(self.group).inc()
 
     def _apply_with_instances(self, w: _Work, partial: Partial) -> int:
         """Read the touched instances, apply with compare-and-set; re-read and retry on a conflict."""

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from holistic.classifiers.model_dir import ModelDir, ModelError, load_model_dir
 from holistic.errors import ConfigError
+from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.cli import models as served_models
-from holistic_client.cli import target_option, token_option
 
 console = Console(soft_wrap=True)
 
@@ -22,10 +22,10 @@ console = Console(soft_wrap=True)
 @target_option
 @token_option
 @click.pass_context
-def models(ctx: click.Context, target: str, token: str | None) -> None:
+def models(ctx: click.Context, target: str, connect: Connect) -> None:
     """Without a subcommand: the models the service has scored. Subcommands: classifier models."""
     if ctx.invoked_subcommand is None:
-        ctx.invoke(served_models, target=target, token=token)
+        ctx.invoke(served_models, target=target, connect=connect)
 
 
 def _configured() -> Path | None:

@@ -40,7 +40,7 @@ def matrix_cell(driver, model: str, col: str) -> str:
 
 
 def test_page_shows_the_radar_and_updates_live(make_gateway, live_workers, make_dashboard, browser):
-    gw = make_gateway(tokens=[TOKEN], families="accuracy,efficiency")
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
     client = gw.client(TOKEN)
     # m-a: 4 right of 4, latencies 0.5 s (within the 2 s objective); m-b: 1 right of 4, 3 s;
     # m-c: 2 right of 4, no timing (efficiency absent).
@@ -149,7 +149,7 @@ def test_detail_panels_read_each_familys_own_fields(make_gateway, settings, redi
     from tests.clients.conftest import LiveWorkers
     from tests.clients.family_batch import family_batch
 
-    gw = make_gateway(tokens=[TOKEN], families=",".join(PANEL_FAMILIES), fairness_min_group_count=3)
+    gw = make_gateway(tokens=TOKEN, families=",".join(PANEL_FAMILIES), fairness_min_group_count=3)
     workers = LiveWorkers(settings.model_copy(update={"summarization_semantic": "off"}), redis_server, PANEL_FAMILIES)
     client = gw.client(TOKEN)
     try:

@@ -40,7 +40,7 @@ def sse(url: str) -> Iterator[tuple[str, dict]]:
 
 
 def test_api_reads_the_gateway_with_its_token(make_gateway, make_worker, make_dashboard):
-    gw = make_gateway(tokens=[TOKEN], families="accuracy,efficiency")
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
     with gw.client(TOKEN) as c:
         c.submit([prediction(f"p{i}", latency_s=0.4 * (i + 1)) for i in range(3)], model="m1")
     drain(make_worker("accuracy"), make_worker("efficiency"))
@@ -71,7 +71,7 @@ def test_api_reads_the_gateway_with_its_token(make_gateway, make_worker, make_da
 
 
 def test_errors_are_shown_as_the_gateway_said_them(make_gateway, make_dashboard):
-    gw = make_gateway(tokens=[TOKEN], families="accuracy,efficiency")
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
     with gw.client(TOKEN) as c:
         c.submit([prediction("p1")], model="m1")
     good = make_dashboard(gw.address, TOKEN).url
@@ -90,7 +90,7 @@ def test_errors_are_shown_as_the_gateway_said_them(make_gateway, make_dashboard)
 
 
 def test_events_stream_a_fresh_profile_when_a_batch_is_applied(make_gateway, live_workers, make_dashboard):
-    gw = make_gateway(tokens=[TOKEN], families="accuracy,efficiency")
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
     client = gw.client(TOKEN)
     client.submit([prediction(f"a{i}") for i in range(3)], model="m1")
     url = make_dashboard(gw.address, TOKEN).url

@@ -38,7 +38,7 @@ def run_node(node: str, *args: str, target: str, timeout: float = 240) -> subpro
 
 
 def test_node_suite_against_a_live_gateway(node, make_gateway, live_workers):
-    gw = make_gateway(tokens=[TOKEN], families="accuracy,efficiency")
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
     result = run_node(node, "--test", target=gw.address)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]
@@ -68,7 +68,7 @@ def comparable(p: pp.Profile) -> pp.Profile:
 
 
 def test_node_and_python_submissions_give_equal_profiles(node, make_gateway, live_workers):
-    gw = make_gateway(tokens=[TOKEN], families="accuracy,efficiency")
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
     lines = list(read_predictions(FIXTURE))
     n = len(lines)
     assert n == 48 and all(line.prediction is not None and not line.prediction.model for line in lines)

@@ -105,3 +105,18 @@ def test_redis_outage_is_unavailable_and_recovers(make_gateway, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_strict_durability_needs_appendfsync_always(make_gateway, tmp_path, r):
+    from holistic.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="appendfsync always"):
+        make_gateway(durability="strict")  # the test Redis runs without AOF
+    proc, sock = start_redis(tmp_path, "--appendonly", "yes", "--appendfsync", "always")
+    try:
+        gw = make_gateway(durability="strict", redis_url=f"unix://{sock}")
+        with gw.client() as c:
+            assert c.submit(batch(1), batch_id="b1", model="m1").sequence == 1
+    finally:
+        proc.kill()
+        proc.wait()

@@ -108,7 +108,7 @@ def test_applied_but_not_acked_is_skipped_on_redelivery(r, make_settings, make_w
     w = make_worker("accuracy", s)
     entries = w.queue.read("accuracy", w.consumer, 1, 1)
     e = envelope.parse(*entries[0])
-    item = w._compute(entries[0][0], e)
+    item = w._compute(w.queue, entries[0][0], e)
     keys, args = w._apply_args(item)
     assert w.queue.scripts.apply(keys=keys, args=args) == 1  # applied, then the worker dies before XACK
     time.sleep(0.06)

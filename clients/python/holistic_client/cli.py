@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -14,13 +16,37 @@ from holistic_client.client import WINDOWS, Client, ClientError
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.jsonl import read_predictions
 
+Connect = Callable[[str], Client]
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 target_option = click.option(
     "--target", envvar="HOLISTIC_TARGET", default="127.0.0.1:50051", show_default=True, help="Gateway host:port."
 )
-token_option = click.option("--token", envvar="HOLISTIC_TOKEN", default=None, help="Bearer token.")
+_token = click.option("--token", envvar="HOLISTIC_TOKEN", default=None, help="Bearer token.")
+_ca = click.option("--ca", envvar="HOLISTIC_TLS_CA", default=None, help="CA certificate (PEM): use TLS.")
+_cert = click.option("--cert", envvar="HOLISTIC_TLS_CLIENT_CERT", default=None, help="Client certificate: mutual TLS.")
+_key = click.option("--key", envvar="HOLISTIC_TLS_CLIENT_KEY", default=None, help="Client certificate key.")
+
+
+def token_option(fn: Callable[..., None]) -> Callable[..., None]:
+    """--token and the TLS options, folded into one `connect` argument."""
+
+    @_token
+    @_ca
+    @_cert
+    @_key
+    @functools.wraps(fn)
+    def wrapper(
+        *args: object, token: str | None, ca: str | None, cert: str | None, key: str | None, **kw: object
+    ) -> None:
+        if "connect" not in kw:  # a command invoked by another passes its own connection maker on
+            kw["connect"] = lambda target: Client(target, token, tls_ca=ca, tls_cert=cert, tls_key=key)
+        fn(*args, **kw)
+
+    return wrapper
+
+
 window_option = click.option(
     "--window", type=click.Choice(sorted(WINDOWS)), default="all", show_default=True, help="Time window."
 )
@@ -41,10 +67,10 @@ def _count_lines(path: Path) -> int:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @target_option
 @token_option
-def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: str, token: str | None) -> None:
+def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: str, connect: Connect) -> None:
     """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON)."""
     total = _count_lines(file)
-    with Client(target, token) as client, Progress(
+    with connect(target) as client, Progress(
         TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
         console=err_console, disable=no_progress, transient=True,
     ) as progress:  # fmt: skip
@@ -79,9 +105,9 @@ def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: s
 @click.option("--json", "as_json", is_flag=True, help="Canonical protobuf JSON of the Profile.")
 @target_option
 @token_option
-def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, token: str | None) -> None:
+def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, connect: Connect) -> None:
     """Show the profile of one or more models."""
-    with Client(target, token) as client:
+    with connect(target) as client:
         try:
             profiles = [client.get_profile(m, window) for m in models]
         except ClientError as exc:
@@ -103,9 +129,9 @@ def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, to
 @click.option("--json", "as_json", is_flag=True, help="One canonical JSON Profile per line.")
 @target_option
 @token_option
-def watch(model: str, window: str, as_json: bool, target: str, token: str | None) -> None:
+def watch(model: str, window: str, as_json: bool, target: str, connect: Connect) -> None:
     """Print the profile again each time a batch of MODEL is applied (Ctrl-C to stop)."""
-    with Client(target, token) as client:
+    with connect(target) as client:
         try:
             for p in client.watch_profile(model, window):
                 if as_json:
@@ -122,11 +148,11 @@ def watch(model: str, window: str, as_json: bool, target: str, token: str | None
 @click.command()
 @target_option
 @token_option
-def models(target: str, token: str | None) -> None:
+def models(target: str, connect: Connect) -> None:
     """List the models the service has accepted predictions for."""
     from rich.table import Table
 
-    with Client(target, token) as client:
+    with connect(target) as client:
         try:
             summaries = client.list_models()
         except ClientError as exc:
@@ -156,7 +182,7 @@ WINDOW_TITLES = {"all": "all time", "15m": "last 15 minutes", "1h": "last hour",
 )
 @target_option
 @token_option
-def radar(models: tuple[str, ...], window: str, output: Path, target: str, token: str | None) -> None:
+def radar(models: tuple[str, ...], window: str, output: Path, target: str, connect: Connect) -> None:
     """Draw the profiles of MODELS as one radar chart (an absent axis is a gap, never 0)."""
     from holistic_client.radar import format_for, render
 
@@ -164,7 +190,7 @@ def radar(models: tuple[str, ...], window: str, output: Path, target: str, token
         fmt = format_for(output)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--output") from None
-    with Client(target, token) as client:
+    with connect(target) as client:
         try:
             profiles = [client.get_profile(m, window) for m in models]
         except ClientError as exc:

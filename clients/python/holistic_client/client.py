@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 import grpc
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -71,8 +72,14 @@ class Client:
         timeout_s: float = 30.0,
         max_attempts: int = 12,
         credentials: grpc.ChannelCredentials | None = None,
+        tls_ca: str | Path | None = None,
+        tls_cert: str | Path | None = None,
+        tls_key: str | Path | None = None,
     ) -> None:
+        """TLS when `credentials` or `tls_ca` is given; mutual TLS with `tls_cert` and `tls_key` too."""
         options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+        if credentials is None and (tls_ca or tls_cert):
+            credentials = tls_credentials(tls_ca, tls_cert, tls_key)
         self.channel = (
             grpc.secure_channel(target, credentials, options) if credentials else grpc.insecure_channel(target, options)
         )
@@ -206,6 +213,19 @@ class Client:
         if seed is not None:
             request.seed = seed
         return self._call(self.stub.Perturb, request)  # type: ignore[return-value]
+
+
+def tls_credentials(
+    ca: str | Path | None, cert: str | Path | None = None, key: str | Path | None = None
+) -> grpc.ChannelCredentials:
+    """Channel credentials from PEM files: the CA to trust, and a client certificate for mutual TLS."""
+    if (cert is None) != (key is None):
+        raise ValueError("a client certificate needs its key, and a key its certificate")
+    return grpc.ssl_channel_credentials(
+        root_certificates=Path(ca).read_bytes() if ca else None,
+        private_key=Path(key).read_bytes() if key else None,
+        certificate_chain=Path(cert).read_bytes() if cert else None,
+    )
 
 
 def content_batch_id(request: es.SubmitPredictionsRequest) -> str:
