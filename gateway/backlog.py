@@ -8,8 +8,6 @@ at which the backlog drains.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -17,6 +15,7 @@ from collections.abc import Awaitable, Callable
 import redis
 import redis.asyncio as aioredis
 
+from gateway.poller import Poller
 from holistic.errors import Backpressure, Unavailable
 from holistic.keys import Keys
 from holistic.observability import BACKLOG, DEAD_LETTERS, LAG, PENDING, REDIS_UP
@@ -50,8 +49,7 @@ class BacklogMonitor:
         self.healthy: bool | None = None
         self.drain_per_s = 0.0
         self._last: tuple[float, int] | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = False
+        self._poller = Poller("backlog-monitor", self.poll, interval_s)
 
     async def poll(self) -> None:
         """One look at every shard: per family, lag + pending summed over shards."""
@@ -112,21 +110,9 @@ class BacklogMonitor:
             retry = excess / self.drain_per_s if self.drain_per_s > 0 else 2.0
             raise Backpressure.backlog(min(max(retry, MIN_RETRY_S), MAX_RETRY_S), self.backlog, self.cap)
 
-    async def _run(self) -> None:
-        while not self._stopping:  # a flag as well as cancel(): redis-py can swallow a CancelledError
-            try:
-                await self.poll()
-            except Exception:
-                log.exception("backlog poll failed")
-            await asyncio.sleep(self.interval_s)
-
     async def start(self) -> None:
         await self.poll()
-        self._task = asyncio.create_task(self._run(), name="backlog-monitor")
+        self._poller.start()
 
     async def stop(self) -> None:
-        self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._poller.stop()

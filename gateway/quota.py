@@ -3,17 +3,15 @@ share of the backlog cap (from the tenant's accepted-but-not-yet-applied batches
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import math
 import time
 
 import redis.asyncio as aioredis
 
+from gateway.poller import Poller
 from holistic.errors import Backpressure
 from holistic.keys import Keys
-from holistic.redis_conn import RETRYABLE
 from holistic.scripts import Scripts
 from holistic.settings import Settings
 from holistic.tenants import TokenStore, internal_model
@@ -30,8 +28,7 @@ class Quotas:
         self.scripts = Scripts(r)
         self.interval_s = interval_s
         self.backlog: dict[str, int] = {}  # tenant -> batches accepted but not applied by every family
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = False
+        self._poller = Poller("tenant-backlog", self.measure, interval_s)
 
     async def admit(self, tenant: str, n: int) -> None:
         """Raise Backpressure (RetryInfo) when the tenant is over its rate or its backlog share."""
@@ -79,23 +76,9 @@ class Quotas:
                 held += max(0, accepted - applied)
             self.backlog[tenant] = held
 
-    async def _run(self) -> None:
-        while not self._stopping:  # a flag as well as cancel(), as in the backlog monitor
-            try:
-                await self.measure()
-            except RETRYABLE as exc:
-                log.warning("tenant backlog poll: redis unreachable (%s)", exc)
-            except Exception:
-                log.exception("tenant backlog poll failed")
-            await asyncio.sleep(self.interval_s)
-
     async def start(self) -> None:
         if any(self.settings.backlog_share_for(t) < 1.0 for t in self.tokens.tenants()):
-            self._task = asyncio.create_task(self._run(), name="tenant-backlog")
+            self._poller.start()
 
     async def stop(self) -> None:
-        self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._poller.stop()

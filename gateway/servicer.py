@@ -64,6 +64,7 @@ class EvaluationService:
         tenant = ""
         traceparent = _traceparent(context)
         try:
+            self.ingestor.backlog.check()  # refuse before parsing: overload must not spend CPU on it
             request = parse_request(raw)
             n = len(request.predictions)
             tenant = self._tenant(context)

@@ -21,7 +21,8 @@ from holistic.errors import ConfigError
 # --- gateway ---------------------------------------------------------------------------------
 PREDICTIONS = Counter(
     "holistic_gateway_predictions",
-    "Predictions in SubmitPredictions calls, by outcome (accepted, duplicate, rejected) and reason.",
+    "Predictions in SubmitPredictions calls, by outcome (accepted, duplicate, rejected) and reason; a batch "
+    "refused for the backlog is refused before it is parsed, so only holistic_gateway_batches counts it.",
     ["outcome", "reason"],
 )
 BATCHES = Counter("holistic_gateway_batches", "SubmitPredictions calls, by outcome and reason.", ["outcome", "reason"])
