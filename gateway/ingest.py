@@ -3,24 +3,28 @@
 Cluster-safe in three steps (each single-slot): ingest.lua reserves a per-model sequence number
 (or returns the earlier answer); XADD writes the batch; mark_queued.lua counts it once. A crash
 between the steps leaves the reservation, and the client's retry re-adds the batch with the same
-sequence number, which workers apply once. The answer goes out only after XADD returned.
+sequence number, which workers apply once. The answer goes out only after XADD returned and, with
+durability everysec on one Redis, after Redis wrote the steps to its AOF (gateway/durability.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 import redis.asyncio as aioredis
 from google.protobuf.message import DecodeError
 
 from gateway.backlog import BacklogMonitor
+from gateway.durability import AofBarrier
 from gateway.quota import Quotas
 from gateway.validation import validate
 from holistic import envelope
 from holistic.errors import AlreadyExists, FieldViolation, InvalidArgument
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.redis_conn import RETRYABLE
 from holistic.scripts import Scripts
 from holistic.settings import Settings
 from holistic.tenants import DEFAULT_TENANT, internal_model
@@ -48,8 +52,20 @@ def group_tags(request: SubmitPredictionsRequest) -> dict[str, dict[str, int]]:
 
 
 class Ingestor:
-    def __init__(self, r: aioredis.Redis, settings: Settings, backlog: BacklogMonitor, quotas: Quotas) -> None:
+    def __init__(
+        self,
+        r: aioredis.Redis,
+        settings: Settings,
+        backlog: BacklogMonitor,
+        quotas: Quotas,
+        barrier: AofBarrier | None = None,
+        pinned: aioredis.Redis | None = None,
+    ) -> None:
+        """barrier and pinned (a pool whose clients never retry, so a submit's writes cannot straddle two
+        Redis processes) come together: durability everysec on one Redis."""
         self.r = r
+        self.barrier = barrier
+        self.pinned = pinned if pinned is not None else r
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
         self.scripts = Scripts(r)
@@ -68,10 +84,38 @@ class Ingestor:
         await self.quotas.admit(tenant, n)
         await self._register_groups(model, request)
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        if self.barrier is None:
+            return (await self._store(self.r, request, raw, model, public, tenant, traceparent, digest, now))[0]
+        for attempt in range(2):  # a connection that died with an earlier Redis is replaced once
+            try:
+                async with self.pinned.client() as c:
+                    response, info = await self._store(c, request, raw, model, public, tenant, traceparent, digest, now)
+                break
+            except RETRYABLE:
+                if attempt:
+                    raise
+        await self.barrier.wait(info)
+        return response
+
+    async def _store(
+        self,
+        c: aioredis.Redis,
+        request: SubmitPredictionsRequest,
+        raw: bytes,
+        model: str,
+        public: str,
+        tenant: str,
+        traceparent: str,
+        digest: str,
+        now: float,
+    ) -> tuple[SubmitPredictionsResponse, dict[str, Any] | None]:
+        """Reserve, write, count; with the AOF barrier, on one connection and so one Redis process,
+        ending with the INFO that tells the barrier which process holds the writes and where."""
         ingest_key = self.keys.ingest(model, request.batch_id)
         is_new, seq, stored, state, count, accept_ms = await self.scripts.ingest(
             keys=[ingest_key, self.keys.sequence(model)],
-            args=[digest, self.settings.idempotency_ttl_s, int(now * 1000), n],
+            args=[digest, self.settings.idempotency_ttl_s, int(now * 1000), len(request.predictions)],
+            client=c,
         )
         stored = stored.decode() if isinstance(stored, bytes) else stored
         state = state.decode() if isinstance(state, bytes) else state
@@ -83,28 +127,27 @@ class Ingestor:
             batch_id=request.batch_id, model=public, sequence=seq, accepted_count=count, duplicate=not is_new
         )
         response.accept_time.FromMilliseconds(int(accept_ms))
-        if state == "queued":
-            return response
-        header = BatchEnvelope(
-            batch_id=request.batch_id,
-            model=model,
-            sequence=seq,
-            families=self.families,
-            traceparent=traceparent,
-            tenant=tenant,
-        )
-        header.accept_time.FromMilliseconds(int(accept_ms))
-        stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
-        await self.r.xadd(stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
-        if self.settings.redis_cluster:  # a cluster pipeline cannot run scripts: two round trips
-            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)])
-            await self.r.sadd(self.keys.models(tenant), public)
-        else:
-            pipe = self.r.pipeline(transaction=False)
-            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=pipe)
-            pipe.sadd(self.keys.models(tenant), public)
-            await pipe.execute()
-        return response
+        if state != "queued":
+            header = BatchEnvelope(
+                batch_id=request.batch_id,
+                model=model,
+                sequence=seq,
+                families=self.families,
+                traceparent=traceparent,
+                tenant=tenant,
+            )
+            header.accept_time.FromMilliseconds(int(accept_ms))
+            stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
+            await c.xadd(stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
+            if self.settings.redis_cluster:
+                await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=c)
+                await c.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
+            else:
+                keys = [ingest_key, self.keys.meta(model), self.keys.models(tenant)]
+                await self.scripts.mark_queued(keys=keys, args=[public], client=c)
+        # a duplicate waits too: the first attempt's writes may still be unwritten
+        info = await c.info("server", "persistence") if self.barrier is not None else None
+        return response, info
 
     async def _register_groups(self, model: str, request: SubmitPredictionsRequest) -> None:
         """Cap the distinct group keys and values per model (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the

@@ -18,10 +18,10 @@ class Poller:
         self.poll = poll
         self.interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
-        self._stopping = False
+        self.stopping = False
 
     async def _run(self) -> None:
-        while not self._stopping:  # a flag as well as cancel(): redis-py can swallow a CancelledError
+        while not self.stopping:  # a flag as well as cancel(): redis-py can swallow a CancelledError
             try:
                 await self.poll()
             except RETRYABLE as exc:
@@ -34,7 +34,7 @@ class Poller:
         self._task = asyncio.create_task(self._run(), name=self.name)
 
     async def stop(self) -> None:
-        self._stopping = True
+        self.stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -12,12 +12,15 @@ import time
 
 import grpc
 import redis
+import redis.asyncio as aioredis
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
-from gateway.durability import check_strict
+from gateway.durability import AofBarrier, AofWatch, check_strict
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader
 from gateway.quota import Quotas
@@ -41,6 +44,9 @@ class Gateway:
         self.settings = settings
         self.port = 0
         self.server: grpc.aio.Server | None = None
+        self.aof: AofWatch | None = None
+        self.barrier: AofBarrier | None = None
+        self.pinned: aioredis.Redis | None = None
 
     def _ensure_groups(self) -> None:
         """Every deployed family's group exists before the first batch, so nothing is trimmed early."""
@@ -81,9 +87,16 @@ class Gateway:
         reader = ProfileReader(self.r, s)
         self.hub = WatchHub(self.r, reader)
         self.quotas = Quotas(self.r, s, self.tokens)
-        ingestor = Ingestor(self.r, s, self.backlog, self.quotas)
         if s.durability == "strict":
             await check_strict(self.r)
+        # everysec on one Redis: answers wait until the batch is in the AOF file, and the writes of one
+        # submit go over one connection that never retries, so they cannot straddle two Redis processes.
+        # A cluster answers INFO per node; there each node's own everysec behaviour applies.
+        if s.durability == "everysec" and not s.redis_cluster:
+            self.aof = AofWatch(self.r)
+            self.barrier = AofBarrier(self.r)
+            self.pinned = async_client(s, retry=Retry(NoBackoff(), 0), max_connections=256)
+        ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.barrier, self.pinned)
         service = EvaluationService(ingestor, reader, self.hub, self.tokens)
         self.server = grpc.aio.server(
             interceptors=[BearerAuth(self.tokens)],
@@ -113,6 +126,10 @@ class Gateway:
             raise OSError(f"cannot listen on {where}")
         await self.backlog.start()
         await self.quotas.start()
+        if self.aof is not None:
+            await self.aof.start()
+        if self.barrier is not None:
+            await self.barrier.start()
         await self.server.start()
         tls = "mutual TLS" if s.tls_client_ca else "TLS" if s.tls_cert else "plaintext"
         log.info("gateway listening on port %d, %s (families: %s)", self.port, tls, ", ".join(s.families))
@@ -126,6 +143,12 @@ class Gateway:
         await self.server.stop(grace_s)
         await self.backlog.stop()
         await self.quotas.stop()
+        if self.aof is not None:
+            await self.aof.stop()
+        if self.barrier is not None:
+            await self.barrier.stop()
+        if self.pinned is not None:
+            await self.pinned.aclose()
         await self.r.aclose()
         self.server = None
 

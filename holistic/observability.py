@@ -32,6 +32,17 @@ BACKLOG = Gauge("holistic_family_backlog_batches", "Undelivered plus unacknowled
 LAG = Gauge("holistic_family_lag_batches", "Batches not yet delivered to the family's group.", ["family"])
 PENDING = Gauge("holistic_family_pending_batches", "Batches delivered but not yet acknowledged.", ["family"])
 DEAD_LETTERS = Gauge("holistic_dead_letters", "Entries in the dead-letter stream.")
+AOF_WAIT_SECONDS = Histogram(
+    "holistic_gateway_aof_wait_seconds",
+    "Time an answer waited for Redis to write its batch to the AOF file (durability everysec).",
+    buckets=(0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+AOF_ENABLED = Gauge("holistic_redis_aof_enabled", "1 when Redis runs with the AOF (appendonly yes).")
+AOF_DELAYED_FSYNC = Gauge(
+    "holistic_redis_aof_delayed_fsync",
+    "Redis's count of AOF fsyncs that stalled 2 s or more since it started (INFO persistence); a rise means "
+    "the disk is not keeping up and everysec can lose acknowledged batches on a Redis kill.",
+)
 
 # --- workers ---------------------------------------------------------------------------------
 APPLIED = Counter("holistic_worker_batches_applied", "Batches applied by this worker.", ["family"])

@@ -68,6 +68,7 @@ class _Work:
     partial: Partial | None = None
     accept_s: float = 0.0
     traceparent: str = ""
+    stream: str = ""  # the work stream it was read from; "" skips apply.lua's pending check (a cluster)
 
 
 _NOT_MINE = object()
@@ -257,7 +258,7 @@ class Worker:
                         extra={"batch_id": w.batch_id, "model": w.entry.model, "family": self.group,
                                "seq": w.entry.seq, "predictions": w.n, "traceparent": w.traceparent},
                     )  # fmt: skip
-                else:  # another replica applied it between our GETBIT and our apply
+                else:  # another replica applied it since our GETBIT, or it is no longer pending here
                     self.counters.skipped += 1
                     SKIPPED.labels(self.group).inc()
         self.faults.at("after_apply", [w.batch_id for w in work])
@@ -275,7 +276,10 @@ class Worker:
                     by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
                 n = len(envelope.predictions)
-                return _Work(entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent)
+                stream = "" if self.settings.redis_cluster else queue.stream
+                return _Work(
+                    entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream
+                )
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
         name = type(last).__name__
@@ -325,8 +329,8 @@ class Worker:
             total.merge(st)
         if by_minute:
             tiers[self.keys.stats(model, fam, "all")] = (0, total)
-        keys = [self.keys.done(model, fam), self.keys.updates(model)]
-        args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n]
+        keys = [self.keys.done(model, fam), self.keys.updates(model)] + ([w.stream] if w.stream else [])
+        args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n, w.entry_id if w.stream else ""]
         hash_ops = [(key, ttl, st.lua_ops()) for key, (ttl, st) in tiers.items()]
         for key, ttl, ops in hash_ops + [(k, ttl, ops) for k, (ttl, ops) in (hashes or {}).items()]:
             keys.append(key)

@@ -1,6 +1,11 @@
 -- Merge one batch's partial statistics for one family, once per (model, family, seq).
--- KEYS[1] done bitmap   KEYS[2] updates stream   KEYS[3..] statistics (and instance-state) hashes
+-- KEYS[1] done bitmap   KEYS[2] updates stream   KEYS[3] the work stream, when ARGV[5] is not ''
+-- then the statistics (and instance-state) hashes
 -- ARGV[1] seq   ARGV[2] updates maxlen   ARGV[3] family   ARGV[4] predictions in the batch
+-- ARGV[5] the entry's id on the work stream: applied only while it is pending for the family here,
+-- so a worker that read it from a Redis process that then died never applies it to the next one
+-- (where the entry, and its sequence number, may be gone); '' skips the check (a cluster keeps the
+-- work stream in another slot)
 -- then for each hash, in KEYS order: ttl seconds (0: keep), op count, then op triples
 -- (op, field, value) with op one of  i: HINCRBY  f: HINCRBYFLOAT  <: keep min  >: keep max
 -- h: merge a JSON object of bin -> count into the field's JSON object, bin by bin
@@ -9,10 +14,17 @@
 -- Conditions are checked first: if one fails nothing is written and -1 is returned (the caller
 -- read state that changed since; it reads again and retries). Instance state (holistic/instances.py)
 -- uses them as compare-and-set, so its aggregates stay exact with any number of replicas.
--- Returns 1 when applied, 0 when the bit was already set (a redelivery or a replay).
+-- Returns 1 when applied, 0 when the bit was already set (a redelivery or a replay) or the entry is
+-- not pending here.
+local first = 3
+if ARGV[5] ~= '' then
+  first = 4
+  local pending = redis.pcall('XPENDING', KEYS[3], ARGV[3], ARGV[5], ARGV[5], 1)  -- errs if no stream or group
+  if pending.err or #pending == 0 then return 0 end
+end
 if redis.call('GETBIT', KEYS[1], ARGV[1]) == 1 then return 0 end
-local a = 5
-for k = 3, #KEYS do
+local a = 6
+for k = first, #KEYS do
   local nops = tonumber(ARGV[a + 1])
   a = a + 2
   for _ = 1, nops do
@@ -31,8 +43,8 @@ local function merge_bins(current, value)
   for bin, n in pairs(cjson.decode(value)) do merged[bin] = (merged[bin] or 0) + n end
   return merged
 end
-a = 5
-for k = 3, #KEYS do
+a = 6
+for k = first, #KEYS do
   local key = KEYS[k]
   local ttl = tonumber(ARGV[a])
   local nops = tonumber(ARGV[a + 1])

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
 import grpc
 import pytest
+import redis.asyncio as aioredis
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from prometheus_client import REGISTRY
 
+from gateway.durability import AofWatch
 from holistic.settings import KNOWN_FAMILIES
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
@@ -117,6 +121,33 @@ def test_strict_durability_needs_appendfsync_always(make_gateway, tmp_path, r):
         gw = make_gateway(durability="strict", redis_url=f"unix://{sock}")
         with gw.client() as c:
             assert c.submit(batch(1), batch_id="b1", model="m1").sequence == 1
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_aof_watch_reports_redis_persistence(make_gateway, tmp_path, caplog):
+    """everysec's promise rests on the AOF: the gateway says when Redis runs without it, and exports
+    Redis's count of stalled fsyncs (the window in which even a Redis kill loses acknowledged batches)."""
+    gw = make_gateway()  # the test Redis runs without AOF
+    assert gw.gateway.aof is not None
+    proc, sock = start_redis(tmp_path, "--appendonly", "yes", "--appendfsync", "everysec")
+
+    async def look(url: str) -> tuple[float, float]:
+        r = aioredis.from_url(url)
+        try:
+            await AofWatch(r).poll()
+        finally:
+            await r.aclose()
+        return tuple(REGISTRY.get_sample_value(f"holistic_redis_aof_{m}") for m in ("enabled", "delayed_fsync"))
+
+    try:
+        with caplog.at_level("WARNING", logger="holistic.gateway"):
+            assert asyncio.run(look(gw.settings.redis_url)) == (0, 0)
+            assert "without the AOF (appendonly no)" in caplog.text
+            caplog.clear()
+            assert asyncio.run(look(f"unix://{sock}")) == (1, 0)
+            assert "appendonly" not in caplog.text
     finally:
         proc.kill()
         proc.wait()

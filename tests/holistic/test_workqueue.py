@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import redis
+
 from holistic import envelope
 from holistic.janitor import sweep
 from holistic.keys import Keys
@@ -172,3 +174,32 @@ def test_backlog_counts_lag_and_pending(r):
         add_batch(r, "m", s)
     q.read("accuracy", "c", 2, 1)
     assert q.backlog() == {"accuracy": 5, "efficiency": 5}
+
+
+def test_a_batch_read_from_a_redis_that_restarted_without_it_is_not_applied(tmp_path, make_settings):
+    """A worker holds entry X (seq 1) read from one Redis process; Redis restarts without it (the AOF
+    had not written it) and the sequence number 1 goes to another batch B. Applying X to the new
+    process would set seq 1's done bit with X's statistics and skip B for good; apply.lua applies
+    only entries pending for the family on the Redis it runs on, so X is dropped and B counted."""
+    from metric_services.runner import Worker
+    from tests.conftest import start_redis
+
+    proc, sock = start_redis(tmp_path)
+    r = redis.Redis(unix_socket_path=sock)
+    try:
+        add_batch(r, "m", 1, n=2, batch_id="x")
+        w = Worker("accuracy", make_settings(redis_url=f"unix://{sock}"), redis.Redis(unix_socket_path=sock))
+        entries = w.queue.read("accuracy", w.consumer, 10, 1)
+        assert len(entries) == 1
+        proc.kill()
+        proc.wait()
+        proc, _ = start_redis(tmp_path)  # same socket, empty: what was not written is gone
+        add_batch(r, "m", 1, n=3, batch_id="b")
+        w.process(entries)
+        assert w.counters.applied == 0 and not r.getbit(KEYS.done("m", "accuracy"), 1)
+        assert drain(w) == 1
+        assert w.counters.applied == 1 and applied_count(r, "m", "accuracy") == 3
+    finally:
+        r.close()
+        proc.kill()
+        proc.wait()
