@@ -117,7 +117,7 @@ class Worker:
                     self.recover()
                 self.step()
                 delay = 0.1
-            except (*RETRYABLE, StateConflict) as exc:  # the entry stays pending: re-read, or reclaimed
+            except (*RETRYABLE, StateConflict, redis.exceptions.NoScriptError) as exc:  # the entry stays pending
                 log.warning("%s; retrying in %.1fs", exc, delay)
                 self.stopping.wait(delay)
                 delay = min(delay * 2, 5.0)
@@ -236,11 +236,7 @@ class Worker:
                     keys, args = self._apply_args(w, w.by_minute)
                     results[id(w)] = self.queue.scripts.apply(keys=keys, args=args)
             else:
-                pipe = self.r.pipeline(transaction=False)
-                for w in plain:
-                    keys, args = self._apply_args(w, w.by_minute)
-                    self.queue.scripts.apply(keys=keys, args=args, client=pipe)
-                results = dict(zip((id(w) for w in plain), pipe.execute(), strict=True))
+                results = dict(zip((id(w) for w in plain), self._apply_pipelined(plain), strict=True))
             for w in work:  # one at a time: a batch's state reads must see the batch before it
                 if w.partial is not None:
                     results[id(w)] = self._apply_with_instances(w, w.partial)
@@ -292,6 +288,23 @@ class Worker:
         if queue.deadletter(self.group, entry_id, 1, reason):
             self.counters.dead_lettered += 1
             DEAD_LETTERED.labels(self.group).inc()
+
+    def _apply_pipelined(self, plain: list[_Work]) -> list[Any]:
+        """One round trip for the batches without instance state. A pipeline loads its scripts before
+        sending them; a Redis restarted in between has an empty script cache and answers NOSCRIPT:
+        send it once more, which loads them (whatever did run is not merged twice: the done bit)."""
+
+        def pipeline() -> redis.client.Pipeline:
+            pipe = self.r.pipeline(transaction=False)
+            for w in plain:
+                keys, args = self._apply_args(w, w.by_minute)
+                self.queue.scripts.apply(keys=keys, args=args, client=pipe)
+            return pipe
+
+        try:
+            return pipeline().execute()
+        except redis.exceptions.NoScriptError:
+            return pipeline().execute()
 
     def _apply_with_instances(self, w: _Work, partial: Partial) -> int:
         """Read the touched instances, apply with compare-and-set; re-read and retry on a conflict."""

@@ -203,3 +203,23 @@ def test_a_batch_read_from_a_redis_that_restarted_without_it_is_not_applied(tmp_
         r.close()
         proc.kill()
         proc.wait()
+
+
+def test_apply_survives_redis_losing_its_scripts_mid_pipeline(r, make_worker, monkeypatch):
+    """A pipeline checks its scripts are loaded, then sends them; a Redis restarted in between has an
+    empty script cache and answers NOSCRIPT. This killed both workers of the fault test once; the
+    worker now sends the pipeline again. The restart is played by SCRIPT FLUSH at that moment."""
+    add_batch(r, "m", 1, n=3)
+    w = make_worker("accuracy")
+    load_scripts = redis.client.Pipeline.load_scripts
+    flushed: list[bool] = []
+
+    def load_then_lose(self: redis.client.Pipeline) -> None:
+        load_scripts(self)
+        if not flushed:
+            flushed.append(True)
+            r.script_flush()
+
+    monkeypatch.setattr(redis.client.Pipeline, "load_scripts", load_then_lose)
+    assert drain(w) == 1
+    assert flushed and w.counters.applied == 1 and applied_count(r, "m", "accuracy") == 3
