@@ -131,6 +131,8 @@ def test_gateway_and_redis_killed_mid_stream(durability, tmp_path):
                     break
                 time.sleep(0.2)
         assert len(accepted) == 150 and expected == 3000
+        dead = [log.read_text()[-3000:] for log in sorted(logs.glob("worker-*")) if "Traceback" in log.read_text()]
+        assert all(w.poll() is None for w in workers) and not dead, f"a worker died:\n{''.join(dead)}"
         assert counts == dict.fromkeys(FAMILIES, expected)
         assert profile.counts.accepted_predictions == expected and profile.counts.accepted_batches == 150
         assert gateway_kills >= 2 and store.restarts >= 2, (gateway_kills, store.restarts)
