@@ -19,6 +19,7 @@ import multiprocessing as mp
 import queue
 import statistics
 import time
+from typing import Any
 
 import grpc
 import redis
@@ -111,19 +112,9 @@ async def _offer(
     out.put(stats)
 
 
-def _load(
-    address: str,
-    template: bytes,
-    tag: str,
-    rate: float,
-    seconds: float,
-    out: mp.Queue,
-    cap: int,
-    most: int,
-    url: str,
-    max_backlog: int,
-) -> None:
-    asyncio.run(_offer(address, template, tag, rate, seconds, out, cap, most, url, max_backlog))
+def _load(*args: Any) -> None:
+    """A process's entry point: _offer's arguments, passed through."""
+    asyncio.run(_offer(*args))
 
 
 def applied(address: str, model: str) -> int:

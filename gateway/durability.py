@@ -168,16 +168,19 @@ class AofBarrier:
                 waiter.done.cancel()
             self._waiters = [w for w in self._waiters if w is not waiter]
 
+    def _fail(self, waiters: list[_Waiter], why: str) -> None:
+        for w in waiters:
+            if not w.done.done():
+                w.done.set_exception(Unavailable(f"{why}; retry with the same batch_id"))
+        self._waiters = [w for w in self._waiters if not w.done.done()]
+
     def _settle(self, current: list[_Waiter], state: AofState) -> None:
         """Release, fail or re-target the waiters that were waiting before `state` was asked for."""
+        self._fail([w for w in current if w.run_id != state.run_id], "redis restarted before the batch was written")
         for w in current:
             if w.done.done():
                 continue
-            if w.run_id != state.run_id:
-                w.done.set_exception(
-                    Unavailable("redis restarted before the batch was written; retry with the same batch_id")
-                )
-            elif w.epoch != state.epoch:
+            if w.epoch != state.epoch:
                 w.epoch, w.target = state.epoch, state.end
             elif state.written >= w.target:
                 w.done.set_result(None)
@@ -190,10 +193,7 @@ class AofBarrier:
             try:
                 state = AofState.of(await self.r.info("server", "persistence"))
             except RETRYABLE as exc:
-                for w in current:
-                    if not w.done.done():
-                        w.done.set_exception(Unavailable(f"redis is unreachable ({exc}); retry with the same batch_id"))
-                self._waiters = [w for w in self._waiters if not w.done.done()]
+                self._fail(current, f"redis is unreachable ({exc})")
                 await asyncio.sleep(0.05)
             else:
                 self._settle(current, state)
@@ -211,7 +211,4 @@ class AofBarrier:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for w in self._waiters:
-            if not w.done.done():
-                w.done.set_exception(Unavailable("the gateway is stopping; retry with the same batch_id"))
-        self._waiters = []
+        self._fail(list(self._waiters), "the gateway is stopping")

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ from holistic_client import Client
 from metric_services.runner import Worker
 
 
-def start_redis(directory: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_redis(directory: Path, *extra: str, wrapper: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str]:
+    """A redis-server on a unix socket in `directory`; `wrapper` runs it under another command (strace)."""
     exe = shutil.which("redis-server")
     if exe is None:
         if os.environ.get("CI"):
@@ -29,7 +30,7 @@ def start_redis(directory: Path, *extra: str) -> tuple[subprocess.Popen[bytes], 
         pytest.skip("redis-server is not installed")
     sock = str(directory / "redis.sock")
     proc = subprocess.Popen(
-        [exe, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700", "--save", "",
+        [*wrapper, exe, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700", "--save", "",
          "--appendonly", "no", "--dir", str(directory), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -28,6 +28,7 @@ from holistic import envelope
 from holistic.keys import Keys
 from holistic.up import free_address, wait_serving
 from holistic_client import Client
+from tests.conftest import start_redis
 from tests.factories import prediction
 
 pytestmark = pytest.mark.slow
@@ -157,24 +158,14 @@ def test_everysec_answers_survive_an_fsync_stall_and_a_redis_kill(make_gateway, 
     probe_run = subprocess.run([strace, "-f", "-qq", "-o", "/dev/null", "true"], capture_output=True, text=True)
     if probe_run.returncode != 0:  # a container without ptrace: the other fault tests still run
         pytest.skip(f"strace cannot trace here: {probe_run.stderr.strip()}")
-    sock = tmp_path / "redis.sock"
-    redis_args = ["redis-server", "--port", "0", "--unixsocket", str(sock), "--dir", str(tmp_path), "--save", "",
-                  "--appendonly", "yes", "--appendfsync", "everysec"]  # fmt: skip
+    aof = ("--appendonly", "yes", "--appendfsync", "everysec")
     # the bio thread's first two fdatasyncs run normally (start-up), every later one sleeps 2.5 s first
-    traced = subprocess.Popen(
-        [strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=fdatasync",
-         "-e", "inject=fdatasync:delay_enter=2500000:when=3+", *redis_args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    stall = [strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=fdatasync",
+             "-e", "inject=fdatasync:delay_enter=2500000:when=3+"]  # fmt: skip
+    traced, sock = start_redis(tmp_path, *aof, wrapper=stall)
     restarted: subprocess.Popen[bytes] | None = None
     try:
-        probe = redis.Redis(unix_socket_path=str(sock))
-        for _ in range(400):
-            try:
-                probe.ping()
-                break
-            except (redis.ConnectionError, FileNotFoundError):
-                time.sleep(0.025)
+        probe = redis.Redis(unix_socket_path=sock)
         pid = int(probe.info("server")["process_id"])
         probe.close()
         gw = make_gateway(redis_url=f"unix://{sock}", backlog_max_batches=1_000_000)
@@ -198,12 +189,12 @@ def test_everysec_answers_survive_an_fsync_stall_and_a_redis_kill(make_gateway, 
         for thread in threads:
             thread.start()
         time.sleep(6.0)  # start-up syncs, then stalls of 2.5 s each
-        stalled = redis.Redis(unix_socket_path=str(sock)).info("persistence")
+        stalled = redis.Redis(unix_socket_path=sock).info("persistence")
         os.kill(pid, signal.SIGKILL)
         traced.wait(timeout=10)
         before_restart = len(acked)
         time.sleep(0.2)
-        restarted = subprocess.Popen(redis_args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        restarted, _ = start_redis(tmp_path, *aof)
         time.sleep(1.5)  # the clients' retries go through once Redis is back
         stop.set()
         for thread in threads:
@@ -211,7 +202,7 @@ def test_everysec_answers_survive_an_fsync_stall_and_a_redis_kill(make_gateway, 
         assert not errors, errors
         assert stalled["aof_pending_bio_fsync"] == 1, "no fsync was in progress: the stall did not happen"
         assert before_restart >= 20 and len(acked) > before_restart, (before_restart, len(acked))
-        r = redis.Redis(unix_socket_path=str(sock))
+        r = redis.Redis(unix_socket_path=sock)
         keys = Keys("hl")
         stream = r.xrange(keys.stream_for(0))
         in_stream: dict[str, set[int]] = {}  # a batch can be written twice (a retry after a crash), one sequence
