@@ -30,7 +30,7 @@ from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.summarization import FAMILY, rouge
+from metric_services.summarization import FAMILY, SummarizationFamily, rouge
 from metric_services.summarization.encoder import encoder_for
 
 BATCH = 500
@@ -89,18 +89,19 @@ def cold_caches() -> None:
     Tokenizer13a.__call__.cache_clear()
 
 
-def family(envs: list[BatchEnvelope], settings: object, clear_cache: bool = False) -> float:
+def family(envs: list[BatchEnvelope], fam: SummarizationFamily, clear_cache: bool = False) -> float:
     cold_caches()
+    settings = load_settings(redis_url="unix:///unused")
     if clear_cache:
-        encoder = encoder_for(settings).encoder  # type: ignore[arg-type]
+        encoder = encoder_for(fam.config).encoder
         assert encoder is not None, "the semantic benchmark needs the [semantic] extra"
         encoder.cache.clear()
     start = now()
     merged = Stats()
     for env in envs:
-        for st in FAMILY.compute(env, settings).values():  # type: ignore[arg-type]
+        for st in fam.compute(env, settings).values():  # type: ignore[union-attr]
             merged.merge(st)
-    FAMILY.fold(Folded.from_stats(merged), "bench", settings)  # type: ignore[arg-type]
+    fam.fold(Folded.from_stats(merged), "bench", settings)
     return sum(len(e.predictions) for e in envs) / (now() - start)
 
 
@@ -113,8 +114,8 @@ def main() -> None:
     data = corpus(args.summaries)
     envs = envelopes(data)
     sem_envs = envelopes(data[: args.semantic_summaries])
-    lexical = load_settings(redis_url="unix:///unused", summarization_semantic="off")
-    semantic = load_settings(redis_url="unix:///unused", summarization_semantic="on", summarization_embed_threads=1)
+    lexical = FAMILY.configured(semantic="off")
+    semantic = FAMILY.configured(semantic="on", embed_threads=1)
     family(envelopes(data[:20]), lexical)  # warm-up: imports, the stemmer
     family(envelopes(data[:4]), semantic)  # and the ONNX session
     rates: dict[str, list[float]] = {"loop": [], "family": [], "semantic": []}

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 import redis
 import redis.asyncio as aioredis
 
+from gateway.deployment import Deployment, group_name
 from gateway.poller import Poller
 from holistic.errors import Backpressure, Unavailable
 from holistic.keys import Keys
@@ -32,7 +33,7 @@ class BacklogMonitor:
         self,
         r: aioredis.Redis,
         keys: Keys,
-        families: list[str],
+        deployment: Deployment,
         cap: int,
         shards: int = 1,
         interval_s: float = 0.25,
@@ -40,7 +41,7 @@ class BacklogMonitor:
     ) -> None:
         self.r = r
         self.keys = keys
-        self.families = families
+        self.deployment = deployment
         self.cap = cap
         self.shards = shards
         self.interval_s = interval_s
@@ -52,8 +53,9 @@ class BacklogMonitor:
         self._poller = Poller("backlog-monitor", self.poll, interval_s)
 
     async def poll(self) -> None:
-        """One look at every shard: per family, lag + pending summed over shards."""
-        per_family: dict[str, list[int]] = {f: [0, 0] for f in self.families}
+        """One look at every shard: per deployed family (consumer group), lag + pending summed over shards."""
+        per_family: dict[str, list[int]] = {}
+        by_shard: dict[int, list[str]] = {}
         dead = 0
         try:
             for shard in range(self.shards):
@@ -63,14 +65,16 @@ class BacklogMonitor:
                 except redis.ResponseError as exc:  # no stream yet: nothing queued there
                     if "no such key" not in str(exc).lower():
                         raise
+                    by_shard[shard] = []
                     continue
                 length = await self.r.xlen(stream) if groups else 0
                 dead += await self.r.xlen(self.keys.dead_letters_for(shard))
+                by_shard[shard] = [group_name(g) for g in groups]
                 for g in groups:
-                    name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
-                    if name in per_family:
-                        per_family[name][0] += int(g["lag"]) if g.get("lag") is not None else length
-                        per_family[name][1] += int(g.get("pending", 0))
+                    counts = per_family.setdefault(group_name(g), [0, 0])
+                    counts[0] += int(g["lag"]) if g.get("lag") is not None else length
+                    counts[1] += int(g.get("pending", 0))
+            await self.deployment.observe(by_shard)
         except RETRYABLE as exc:
             await self._set_health(False, exc)
             return

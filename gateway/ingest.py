@@ -17,11 +17,12 @@ import redis.asyncio as aioredis
 from google.protobuf.message import DecodeError
 
 from gateway.backlog import BacklogMonitor
+from gateway.deployment import Deployment
 from gateway.durability import AofBarrier
 from gateway.quota import Quotas
 from gateway.validation import validate
 from holistic import envelope
-from holistic.errors import AlreadyExists, FieldViolation, InvalidArgument
+from holistic.errors import AlreadyExists, FieldViolation, InvalidArgument, Unavailable
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.redis_conn import RETRYABLE
@@ -58,6 +59,7 @@ class Ingestor:
         settings: Settings,
         backlog: BacklogMonitor,
         quotas: Quotas,
+        deployment: Deployment,
         barrier: AofBarrier | None = None,
         pinned: aioredis.Redis | None = None,
     ) -> None:
@@ -71,7 +73,7 @@ class Ingestor:
         self.scripts = Scripts(r)
         self.backlog = backlog
         self.quotas = quotas
-        self.families = list(settings.families)
+        self.deployment = deployment
 
     async def submit(
         self, raw: bytes, request: SubmitPredictionsRequest, *, tenant: str = DEFAULT_TENANT, traceparent: str = ""
@@ -79,17 +81,27 @@ class Ingestor:
         now = time.time()
         public = validate(request, self.settings, now, len(raw))
         model = internal_model(tenant, public)
-        self.backlog.check()
+        shard = shard_of(model, self.settings.queue_shards)
+        families = await self.deployment.for_shard(shard)
+        if not families:  # nobody would ever score it: refuse rather than accept and lose it
+            raise Unavailable(
+                "no metric family is deployed: start a worker (`holistic worker <family>`) or create the "
+                "families' consumer groups (`holistic families add <family>`) before submitting"
+            )
         n = len(request.predictions)
         await self.quotas.admit(tenant, n)
         await self._register_groups(model, request)
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
         if self.barrier is None:
-            return (await self._store(self.r, request, raw, model, public, tenant, traceparent, digest, now))[0]
+            return (await self._store(self.r, request, raw, model, public, tenant, traceparent, digest, now, families))[
+                0
+            ]
         for attempt in range(2):  # a connection that died with an earlier Redis is replaced once
             try:
                 async with self.pinned.client() as c:
-                    response, info = await self._store(c, request, raw, model, public, tenant, traceparent, digest, now)
+                    response, info = await self._store(
+                        c, request, raw, model, public, tenant, traceparent, digest, now, families
+                    )
                 break
             except RETRYABLE:
                 if attempt:
@@ -108,6 +120,7 @@ class Ingestor:
         traceparent: str,
         digest: str,
         now: float,
+        families: tuple[str, ...],
     ) -> tuple[SubmitPredictionsResponse, dict[str, Any] | None]:
         """Reserve, write, count; with the AOF barrier, on one connection and so one Redis process,
         ending with the INFO that tells the barrier which process holds the writes and where."""
@@ -132,7 +145,7 @@ class Ingestor:
                 batch_id=request.batch_id,
                 model=model,
                 sequence=seq,
-                families=self.families,
+                families=families,
                 traceparent=traceparent,
                 tenant=tenant,
             )

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
+from gateway.deployment import Deployment
 from holistic import profile as profile_mod
 from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
+from holistic.families import Family
 from holistic.keys import Keys
 from holistic.settings import Settings
 from holistic.stats import Folded
@@ -66,10 +69,18 @@ def window_message(spec: WindowSpec, resolved: windows.Resolved) -> pp.Window:
 
 
 class ProfileReader:
-    def __init__(self, r: aioredis.Redis, settings: Settings) -> None:
+    def __init__(
+        self,
+        r: aioredis.Redis,
+        settings: Settings,
+        deployment: Deployment | None = None,
+        families: Callable[[str], Family] | None = None,
+    ) -> None:
         self.r = r
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
+        self.deployment = deployment or Deployment(r, self.keys, settings.queue_shards)
+        self.families = families
 
     async def exists(self, model: str, tenant: str = DEFAULT_TENANT) -> bool:
         return bool(await self.r.sismember(self.keys.models(tenant), model))
@@ -79,10 +90,11 @@ class ProfileReader:
         model = internal_model(tenant, public)
         now = time.time()
         resolved = spec.resolve(now, self.settings.minute_retention_s)
-        families = list(self.settings.families)
+        families = await self.deployment.families()
         pipe = self.r.pipeline(transaction=False)
         pipe.hgetall(self.keys.meta(model))
         for fam in families:
+            pipe.hgetall(self.keys.signatures(model, fam))
             for tier, bucket in resolved.buckets:
                 pipe.hgetall(self.keys.stats(model, fam, tier, bucket))
         replies = await pipe.execute()
@@ -90,9 +102,16 @@ class ProfileReader:
         if not meta_raw and not await self.exists(public, tenant):
             raise NotFound(f"no predictions were ever accepted for model {public!r}")
         meta = {k.decode(): float(v) for k, v in meta_raw.items()}
-        per = len(resolved.buckets)
-        folded = {fam: Folded.from_hashes(rest[i * per : (i + 1) * per]) for i, fam in enumerate(families)}
-        profile = profile_mod.build(model, window_message(spec, resolved), meta, folded, self.settings, now)
+        per = 1 + len(resolved.buckets)
+        folded: dict[str, Folded] = {}
+        signatures: dict[str, dict[str, bytes]] = {}
+        for i, fam in enumerate(families):
+            sigs, *hashes = rest[i * per : (i + 1) * per]
+            folded[fam] = Folded.from_hashes(hashes)
+            signatures[fam] = {k.decode(): v for k, v in sigs.items()}
+        profile = profile_mod.build(
+            model, window_message(spec, resolved), meta, folded, self.settings, now, signatures, self.families
+        )
         profile.model = public
         return profile
 

@@ -9,6 +9,7 @@ import time
 
 import redis.asyncio as aioredis
 
+from gateway.deployment import Deployment
 from gateway.poller import Poller
 from holistic.errors import Backpressure
 from holistic.keys import Keys
@@ -20,8 +21,11 @@ log = logging.getLogger("holistic.gateway")
 
 
 class Quotas:
-    def __init__(self, r: aioredis.Redis, settings: Settings, tokens: TokenStore, interval_s: float = 1.0) -> None:
+    def __init__(
+        self, r: aioredis.Redis, settings: Settings, tokens: TokenStore, deployment: Deployment, interval_s: float = 1.0
+    ) -> None:
         self.r = r
+        self.deployment = deployment
         self.settings = settings
         self.tokens = tokens
         self.keys = Keys(settings.key_prefix)
@@ -58,7 +62,7 @@ class Quotas:
 
     async def measure(self) -> None:
         """Per tenant with a share below 1: accepted batches minus those every family applied."""
-        families = list(self.settings.families)
+        families = await self.deployment.families()
         tenants = [t for t in self.tokens.tenants() if self.settings.backlog_share_for(t) < 1.0]
         for tenant in tenants:
             models = [m.decode() for m in await self.r.smembers(self.keys.models(tenant))]

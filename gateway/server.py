@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import grpc
 import redis
@@ -20,6 +21,7 @@ from redis.backoff import NoBackoff
 
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
+from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofWatch, check_strict
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader
@@ -27,6 +29,7 @@ from gateway.quota import Quotas
 from gateway.servicer import SERVICE, EvaluationService, handlers
 from gateway.watch import WatchHub
 from holistic.errors import ConfigError
+from holistic.families import Family
 from holistic.keys import Keys
 from holistic.observability import serve_metrics
 from holistic.redis_conn import async_client, sync_client
@@ -40,8 +43,10 @@ log = logging.getLogger("holistic.gateway")
 class Gateway:
     """One gateway process: start() binds and serves, stop() drains in-flight calls."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, families: Callable[[str], Family] | None = None) -> None:
+        """`families` finds a family's declaration and fold by name (default: the installed entry points)."""
         self.settings = settings
+        self.families = families
         self.port = 0
         self.server: grpc.aio.Server | None = None
         self.aof: AofWatch | None = None
@@ -49,7 +54,8 @@ class Gateway:
         self.pinned: aioredis.Redis | None = None
 
     def _ensure_groups(self) -> None:
-        """Every deployed family's group exists before the first batch, so nothing is trimmed early."""
+        """The groups of HOLISTIC_FAMILIES exist before the first batch, so batches accepted before their
+        workers start are kept for them (other families' groups are made by their workers)."""
         client = sync_client(self.settings)
         try:
             for shard in range(self.settings.queue_shards):
@@ -81,12 +87,13 @@ class Gateway:
             await self.health.set(SERVICE, state)
             await self.health.set("", state)
 
+        self.deployment = Deployment(self.r, Keys(s.key_prefix), s.queue_shards, tuple(s.families))
         self.backlog = BacklogMonitor(
-            self.r, Keys(s.key_prefix), list(s.families), s.backlog_max_batches, s.queue_shards, on_health=on_health
+            self.r, Keys(s.key_prefix), self.deployment, s.backlog_max_batches, s.queue_shards, on_health=on_health
         )
-        reader = ProfileReader(self.r, s)
+        reader = ProfileReader(self.r, s, self.deployment, self.families)
         self.hub = WatchHub(self.r, reader)
-        self.quotas = Quotas(self.r, s, self.tokens)
+        self.quotas = Quotas(self.r, s, self.tokens, self.deployment)
         if s.durability == "strict":
             await check_strict(self.r)
         # everysec on one Redis: answers wait until the batch is in the AOF file, and the writes of one
@@ -96,7 +103,7 @@ class Gateway:
             self.aof = AofWatch(self.r)
             self.barrier = AofBarrier(self.r)
             self.pinned = async_client(s, retry=Retry(NoBackoff(), 0), max_connections=256)
-        ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.barrier, self.pinned)
+        ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.deployment, self.barrier, self.pinned)
         service = EvaluationService(ingestor, reader, self.hub, self.tokens)
         self.server = grpc.aio.server(
             interceptors=[BearerAuth(self.tokens)],
@@ -132,7 +139,8 @@ class Gateway:
             await self.barrier.start()
         await self.server.start()
         tls = "mutual TLS" if s.tls_client_ca else "TLS" if s.tls_cert else "plaintext"
-        log.info("gateway listening on port %d, %s (families: %s)", self.port, tls, ", ".join(s.families))
+        deployed = await self.deployment.families()
+        log.info("gateway listening on port %d, %s (deployed families: %s)", self.port, tls, ", ".join(deployed))
         return self.port
 
     async def stop(self, grace_s: float = 5.0) -> None:

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from holistic.classifiers.models_cli import models as models_group
 from holistic.errors import ConfigError, InvalidArgument
-from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
+from holistic.settings import Settings, load_settings
 from holistic_client.cli import COMMANDS, target_option
 
 err = Console(stderr=True)
@@ -76,7 +76,9 @@ def up(
     )  # fmt: skip
     try:
         stack.start()
-        err.print(f"[green]holistic is up[/green]: gateway {address}, families {', '.join(settings.families)}")
+        err.print(
+            f"[green]holistic is up[/green]: gateway {address}, families {', '.join(settings.deployed_families())}"
+        )
         if stack.dashboard_url:
             err.print(f"dashboard: [link={stack.dashboard_url}]{stack.dashboard_url}[/link]")
         if demo:
@@ -119,18 +121,20 @@ def gateway(address: str | None, processes: int | None) -> None:
 
 
 @main.command()
-@click.argument("family", type=click.Choice(KNOWN_FAMILIES))
+@click.argument("family")
 def worker(family: str) -> None:
-    """Run one replica of a metric family's service (start more to scale it)."""
+    """Run one replica of an installed metric family's service (start more to scale it)."""
     from holistic.observability import serve_metrics
     from holistic.redis_conn import sync_client
+    from holistic.registry import load_family
     from metric_services.runner import run_worker
 
     settings = _settings()
     _logging(settings)
     try:
+        configured = load_family(family).configured()  # its settings as this process's environment has them
         serve_metrics(settings.metrics_address)
-        run_worker(family, settings, sync_client(settings))
+        run_worker(configured, settings, sync_client(settings))
     except ConfigError as exc:  # e.g. a model the family needs at start cannot be loaded
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         sys.exit(2)

@@ -1,6 +1,7 @@
 """The stream entry of one accepted batch: small routing fields plus the versioned envelope.
 
-Fields: v (envelope schema version), m (model), s (per-model sequence), e (BatchEnvelope bytes).
+Fields: v (envelope schema version), m (model), s (per-model sequence), f (the families it is for,
+comma separated: a worker skips another family's entry without decoding it), e (BatchEnvelope bytes).
 The gateway never re-encodes predictions: e is the SubmitPredictionsRequest bytes as received,
 followed by an encoded header BatchEnvelope (fields 1, 2 and 100+). Protobuf merges concatenated
 messages and the header's scalars, written last, win (see protos/holistic/queue/v1/envelope.proto).
@@ -21,6 +22,11 @@ class Entry:
     model: str
     seq: int
     payload: bytes
+    families: frozenset[str] | None = None  # None: an entry from before `f`, read the envelope's list
+
+    def is_for(self, family: str) -> bool | None:
+        """Whether the entry is for `family`; None when only the envelope can say (an older entry)."""
+        return None if self.families is None else family in self.families
 
     def envelope(self) -> BatchEnvelope:
         return BatchEnvelope.FromString(self.payload)
@@ -31,7 +37,8 @@ class BadEntry(ValueError):
 
 
 def fields_for(model: str, seq: int, request_bytes: bytes, header: BatchEnvelope) -> dict[str, bytes | str | int]:
-    return {"v": VERSION, "m": model, "s": seq, "e": request_bytes + header.SerializeToString()}
+    families = ",".join(header.families)
+    return {"v": VERSION, "m": model, "s": seq, "f": families, "e": request_bytes + header.SerializeToString()}
 
 
 def _get(fields: dict[bytes, bytes], name: bytes) -> bytes:
@@ -50,4 +57,6 @@ def parse(entry_id: bytes | str, fields: dict[bytes, bytes]) -> Entry:
         seq = int(_get(fields, b"s"))
     except ValueError as exc:
         raise BadEntry(f"bad sequence {fields.get(b's')!r}") from exc
-    return Entry(eid, _get(fields, b"m").decode(), seq, _get(fields, b"e"))
+    raw_families = fields.get(b"f")
+    families = None if raw_families is None else frozenset(raw_families.decode().split(","))
+    return Entry(eid, _get(fields, b"m").decode(), seq, _get(fields, b"e"), families)

@@ -1,16 +1,22 @@
-"""What a metric family is: a pure `batch -> partial stats` and a pure `stats -> metrics` fold.
+"""What a metric family is: a declaration, a pure `batch -> partial stats` and a pure `stats -> metrics` fold.
 
-Families live in metric_services/; this module names them and the shapes they exchange, so the
-worker runner (which calls compute) and the profile fold (which calls fold) share one contract.
+A family declares itself in one place (its class): name, version, its metrics' metadata, the radar
+axis it provides, the main metrics it can provide for a scenario's accuracy, and its own settings
+under its own environment prefix. The core never names a family: it finds them through the
+`holistic.families` entry points (holistic/registry.py) and reads these declarations.
 """
 
 from __future__ import annotations
 
-import importlib
+import re
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, runtime_checkable
 
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from holistic.errors import ConfigError
 from holistic.stats import Folded, Stats
 
 if TYPE_CHECKING:
@@ -19,16 +25,44 @@ if TYPE_CHECKING:
     from holistic.settings import Settings
     from holistic.v1.profile_pb2 import Dimension, FamilyReport, GroupBreakdown, Metric, MetricSignature
 
-REGISTRY = {
-    "accuracy": "metric_services.accuracy",
-    "efficiency": "metric_services.efficiency",
-    "calibration": "metric_services.calibration",
-    "robustness": "metric_services.robustness",
-    "fairness": "metric_services.fairness",
-    "summarization": "metric_services.summarization",
-    "toxicity": "metric_services.toxicity",
-    "bias": "metric_services.bias",
-}
+
+@dataclass(frozen=True)
+class MetricMetadata:
+    """How any front end renders one metric (HELM's MetricMetadata). `*` in `name` stands for any text,
+    so one declaration covers a metric's variants (e.g. `group[*`, `*_worst`)."""
+
+    name: str
+    display_name: str
+    description: str
+    unit: str = ""
+    lower_is_better: bool = False
+
+
+@dataclass(frozen=True)
+class Axis:
+    """The radar axis a family scores. `kind` is the DimensionKind of HELM's seven axes; a plugin's
+    own axis leaves it 0 and is known by `name`. Axes are drawn in `order`, then by name."""
+
+    name: str
+    definition: str
+    kind: int = 0
+    order: int = 100
+
+
+class FamilyConfig(BaseSettings):
+    """A family's own settings; a subclass sets `env_prefix` (e.g. HOLISTIC_TOXICITY_)."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+def load_config(cls: type[FamilyConfig], **overrides: Any) -> FamilyConfig:
+    """Build a family's settings from the environment; ConfigError names each bad variable."""
+    try:
+        return cls(**overrides)
+    except ValidationError as exc:
+        prefix = str(cls.model_config.get("env_prefix", ""))
+        problems = [f"{prefix}{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError(f"invalid {cls.__name__}:\n  " + "\n  ".join(problems)) from exc
 
 
 @dataclass
@@ -57,6 +91,9 @@ class FamilyFold:
     scenarios: dict[str, ScenarioPart] = field(default_factory=dict)
     dimensions: list[Dimension] = field(default_factory=list)
     groups: list[GroupBreakdown] = field(default_factory=list)
+    # Options the fold itself applied (where the profile is folded, not in the workers), added to the
+    # report's signature, e.g. fairness's minimum group size.
+    fold_options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,9 +127,20 @@ def one_pass(family: Family, envelope: BatchEnvelope, settings: Settings) -> Sta
     return total
 
 
+@runtime_checkable
 class Family(Protocol):
+    """What the worker runner, the registry and the profile fold rely on (FamilyBase implements
+    the declarations' plumbing)."""
+
     name: str
     version: str
+    metrics: tuple[MetricMetadata, ...]
+    axis: Axis | None
+    main_metrics: tuple[str, ...]
+
+    def prepare(self, settings: Settings) -> None:
+        """Load models and check the configuration before the worker reads anything."""
+        ...
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats] | Partial:
         """Partial statistics of one batch, keyed by the epoch minute of each prediction (and its
@@ -103,16 +151,54 @@ class Family(Protocol):
         """Metrics, per-scenario parts and radar dimensions from merged statistics."""
         ...
 
-    def signature(self, model: str, settings: Settings) -> MetricSignature: ...
+    def signature(self, model: str, settings: Settings) -> MetricSignature:
+        """How this worker computes, for `model`: recorded with every batch it applies."""
+        ...
+
+
+class FamilyBase:
+    """The declarations' plumbing: subclasses set the class attributes and write compute, fold and
+    signature. `config` is the family's own settings, read from its environment prefix on first use;
+    `configured(...)` is a copy with some of them overridden (tests, embedding)."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    Config: ClassVar[type[FamilyConfig]] = FamilyConfig
+    metrics: ClassVar[tuple[MetricMetadata, ...]] = ()
+    axis: ClassVar[Axis | None] = None
+    main_metrics: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: FamilyConfig | None = None) -> None:
+        self._config = config
+
+    @property
+    def config(self) -> Any:
+        if self._config is None:
+            self._config = load_config(self.Config)
+        return self._config
+
+    def configured(self, **overrides: Any) -> Self:
+        return type(self)(load_config(self.Config, **overrides))
+
+    def prepare(self, settings: Settings) -> None:
+        self.config  # noqa: B018  (a bad variable stops the worker at start, naming it)
+
+
+def metadata_for(family: Family, metric: str) -> MetricMetadata | None:
+    """The family's declaration for `metric`: an exact name first, then the longest matching pattern
+    (`*` stands for any text)."""
+    best: MetricMetadata | None = None
+    for md in family.metrics:
+        if md.name == metric:
+            return md
+        if "*" in md.name and _pattern(md.name).fullmatch(metric) and (best is None or len(md.name) > len(best.name)):
+            best = md
+    return best
 
 
 @cache
-def load_family(name: str) -> Family:
-    if name not in REGISTRY:
-        raise KeyError(f"unknown metric family {name!r}; known: {sorted(REGISTRY)}")
-    module = importlib.import_module(REGISTRY[name])
-    family: Family = module.FAMILY
-    return family
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(part) for part in name.split("*")), re.DOTALL)
 
 
 def prediction_minute(seconds: int, nanos: int, fallback_s: float) -> int:

@@ -17,13 +17,14 @@ log = logging.getLogger("holistic.janitor")
 STALE_CONSUMER_MS = 24 * 3600 * 1000
 
 
-def sweep(queue: WorkQueue, families: list[str], stale_ms: int = STALE_CONSUMER_MS) -> tuple[int, int]:
-    """One pass: returns (entries trimmed, idle consumers with nothing pending removed)."""
-    for family in families:
+def sweep(queue: WorkQueue, ensure: list[str], stale_ms: int = STALE_CONSUMER_MS) -> tuple[int, int]:
+    """One pass over every consumer group (`ensure`: groups to create first, HOLISTIC_FAMILIES): returns
+    (entries trimmed, idle consumers with nothing pending removed)."""
+    for family in ensure:
         queue.ensure_group(family)
     trimmed = queue.trim()
     removed = 0
-    for family in families:
+    for family in [str(g["name"]) for g in queue.groups()]:
         for c in queue.r.xinfo_consumers(queue.stream, family):
             name = c["name"].decode() if isinstance(c["name"], bytes) else c["name"]
             if int(c["pending"]) == 0 and int(c["idle"]) >= stale_ms:

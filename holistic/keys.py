@@ -67,6 +67,11 @@ class Keys:
         suffix = tier if bucket is None else f"{tier}:{bucket}"
         return f"{self._model(model)}:st:{family}:{suffix}"
 
+    def signatures(self, model: str, family: str) -> str:
+        """HASH: signature id -> MetricSignature bytes, each configuration the family's workers applied
+        the model's batches with (the statistics count predictions per id: holistic/signature.py)."""
+        return f"{self._model(model)}:sig:{family}"
+
     def instances(self, model: str, family: str, day: int) -> str:
         """HASH with a TTL: instance key -> reduced state, for instances first applied on epoch day `day`;
         field "#n" counts them (holistic/instances.py)."""

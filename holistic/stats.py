@@ -22,6 +22,12 @@ MIN_SUFFIX = "|min"
 MAX_SUFFIX = "|max"
 HIST_SUFFIX = "|hist"
 OVER = "over"
+# The core's own fields beside a family's: predictions applied per signature id (holistic/signature.py).
+SIGNATURE_PREFIX = "#sig|"
+
+
+def signature_field(signature_id: str) -> str:
+    return SIGNATURE_PREFIX + signature_id
 
 
 def merge_rule(field: str) -> str:
@@ -180,6 +186,14 @@ class Folded(Mapping[str, float]):
         """Fields under prefix, with the prefix cut off."""
         n = len(prefix)
         return {k[n:]: v for k, v in self._v.items() if k.startswith(prefix)}
+
+    def split_signatures(self) -> tuple[Folded, dict[str, float]]:
+        """The family's own fields, and the predictions counted per signature id."""
+        n = len(SIGNATURE_PREFIX)
+        own = {k: v for k, v in self._v.items() if not k.startswith(SIGNATURE_PREFIX)}
+        if len(own) == len(self._v):
+            return self, {}
+        return Folded(own), {k[n:]: v for k, v in self._v.items() if k.startswith(SIGNATURE_PREFIX)}
 
 
 def _add_bins(out: dict[str, float], field: str, bins: Mapping[str, float]) -> None:

@@ -93,7 +93,7 @@ class Stack:
             log.info("private redis-server at %s (AOF %s, noeviction)", self.redis_url, fsync)
         py = [sys.executable, "-m", "holistic"]
         self.children = [Child("gateway", [*py, "gateway"])]
-        self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.families]
+        self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.deployed_families()]
         self.children.append(Child("janitor", [*py, "janitor"]))
         if self.dashboard_address:
             self.children.append(
@@ -122,6 +122,8 @@ class Stack:
         env = dict(os.environ)
         env["REDIS_URL"] = self.redis_url
         env["HOLISTIC_GATEWAY_ADDRESS"] = self.address
+        # the gateway creates every started family's consumer group before it accepts a batch
+        env["HOLISTIC_FAMILIES"] = ",".join(self.settings.deployed_families())
         if not env.get("HOLISTIC_DASHBOARD_TOKEN") and not env.get("HOLISTIC_TOKEN"):
             bare = first_bare_token(self.settings.tokens)
             if bare:  # a development token given in clear: the dashboard reads the gateway with it

@@ -23,7 +23,7 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
-from holistic.families import Family, Partial, as_partial, load_family
+from holistic.families import Family, Partial, as_partial, prediction_minute
 from holistic.faults import Faults
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
@@ -37,8 +37,10 @@ from holistic.observability import (
     SKIPPED,
 )
 from holistic.redis_conn import RETRYABLE
+from holistic.registry import load_family
 from holistic.settings import Settings
-from holistic.stats import Stats
+from holistic.signature import signature_id
+from holistic.stats import Stats, signature_field
 from holistic.windows import hour_of_minute
 from holistic.workqueue import WorkQueue
 
@@ -69,6 +71,7 @@ class _Work:
     accept_s: float = 0.0
     traceparent: str = ""
     stream: str = ""  # the work stream it was read from; "" skips apply.lua's pending check (a cluster)
+    per_minute: dict[int, int] = field(default_factory=dict)  # predictions per minute, for the signature count
 
 
 _NOT_MINE = object()
@@ -101,6 +104,20 @@ class Worker:
         self.stopping = threading.Event()
         self._last_recover = 0.0
         self.instances = InstanceStore(client, self.keys, self.group, settings.instance_ttl_s, settings.instance_cap)
+        self._signatures: dict[str, str] = {}  # model -> id of the signature recorded for it
+
+    def signature_of(self, model: str) -> str:
+        """The id of this worker's signature for `model`, recorded in Redis before its first apply
+        (so a reader that sees a count finds its signature)."""
+        sid = self._signatures.get(model)
+        if sid is None:
+            sig = self.family.signature(model, self.settings)
+            sid = signature_id(sig)
+            self.r.hset(self.keys.signatures(model, self.group), sid, sig.SerializeToString(deterministic=True))
+            if len(self._signatures) >= 10_000:
+                self._signatures.clear()
+            self._signatures[model] = sid
+        return sid
 
     # --- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -215,6 +232,9 @@ class Worker:
         work: list[_Work] = []
         seen: set[tuple[str, int]] = set()
         for (entry_id, e), bit in zip(parsed, bits if parsed else [], strict=True):
+            if e.is_for(self.group) is False:  # another family's, known without decoding it
+                done_ids.append(entry_id)
+                continue
             if bit or (e.model, e.seq) in seen:  # applied before, or a re-added copy in this read
                 done_ids.append(entry_id)
                 self.counters.skipped += 1
@@ -266,16 +286,21 @@ class Worker:
         for _ in range(self.settings.max_failures):
             try:
                 envelope = e.envelope()
-                if envelope.families and self.group not in envelope.families:
-                    return _NOT_MINE
+                if e.families is None and envelope.families and self.group not in envelope.families:
+                    return _NOT_MINE  # an entry from before the `f` field
                 with COMPUTE_SECONDS.labels(self.group).time():
                     by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
                 n = len(envelope.predictions)
                 stream = "" if self.settings.redis_cluster else queue.stream
+                per_minute: dict[int, int] = {}
+                for p in envelope.predictions:
+                    minute = prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)
+                    per_minute[minute] = per_minute.get(minute, 0) + 1
                 return _Work(
-                    entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream
-                )
+                    entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream,
+                    per_minute,
+                )  # fmt: skip
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
         name = type(last).__name__
@@ -330,9 +355,13 @@ class Worker:
         any instance-state hashes with their ops."""
         by_minute = w.by_minute if by_minute is None else by_minute
         model, fam, s = w.entry.model, self.group, self.settings
+        stamp = signature_field(self.signature_of(model))
+        stamped = {m: Stats().merge(st) for m, st in by_minute.items()}
+        for minute, count in w.per_minute.items():
+            stamped.setdefault(minute, Stats()).incr(stamp, count)
         tiers: dict[str, tuple[int, Stats]] = {}
         total = Stats()
-        for minute, st in by_minute.items():
+        for minute, st in stamped.items():
             tiers[self.keys.stats(model, fam, "m", minute)] = (s.minute_retention_s, st)
             hour_key = self.keys.stats(model, fam, "h", hour_of_minute(minute))
             if hour_key in tiers:
@@ -340,7 +369,7 @@ class Worker:
             else:
                 tiers[hour_key] = (s.hour_retention_s, Stats().merge(st))
             total.merge(st)
-        if by_minute:
+        if stamped:
             tiers[self.keys.stats(model, fam, "all")] = (0, total)
         keys = [self.keys.done(model, fam), self.keys.updates(model)] + ([w.stream] if w.stream else [])
         args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n, w.entry_id if w.stream else ""]
@@ -351,7 +380,7 @@ class Worker:
         return keys, args
 
 
-def run_worker(family: str, settings: Settings, client: redis.Redis) -> Worker:
+def run_worker(family: str | Family, settings: Settings, client: redis.Redis) -> Worker:
     worker = Worker(family, settings, client)
     worker.install_signal_handlers()
     worker.run()

@@ -16,6 +16,8 @@ import pytest
 import redis
 
 from gateway.server import Gateway
+from holistic.families import Family
+from holistic.registry import installed, load_family
 from holistic.settings import Settings, load_settings
 from holistic_client import Client
 from metric_services.runner import Worker
@@ -73,7 +75,13 @@ def r(redis_server: str) -> Iterator[redis.Redis]:
 @pytest.fixture
 def make_settings(redis_url: str, r: redis.Redis) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {"redis_url": redis_url, "claim_idle_ms": 200, "recover_interval_s": 0.1}
+        # every installed family deployed, as `holistic up` does: their groups exist before the first batch
+        values: dict[str, Any] = {
+            "redis_url": redis_url,
+            "claim_idle_ms": 200,
+            "recover_interval_s": 0.1,
+            "families": installed(),
+        }
         values.update(overrides)
         return load_settings(**values)
 
@@ -88,9 +96,11 @@ def settings(make_settings: Callable[..., Settings]) -> Settings:
 class GatewayThread:
     """A real grpc.aio gateway on 127.0.0.1:<free port>, in its own thread and event loop."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, families: dict[str, Family] | None = None) -> None:
+        """`families`: configured families the gateway folds with instead of the installed ones."""
         self.settings = settings
-        self.gateway = Gateway(settings)
+        chosen = families or {}
+        self.gateway = Gateway(settings, lambda name: chosen.get(name) or load_family(name))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -122,8 +132,8 @@ class GatewayThread:
 def make_gateway(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., GatewayThread]]:
     started: list[GatewayThread] = []
 
-    def make(**overrides: Any) -> GatewayThread:
-        gw = GatewayThread(make_settings(**overrides))
+    def make(fold_families: dict[str, Family] | None = None, **overrides: Any) -> GatewayThread:
+        gw = GatewayThread(make_settings(**overrides), fold_families)
         started.append(gw)
         return gw
 
@@ -159,7 +169,7 @@ def drain(*workers: Worker, rounds: int = 1000) -> int:
 def make_worker(settings: Settings, redis_server: str) -> Iterator[Callable[..., Worker]]:
     clients: list[redis.Redis] = []
 
-    def make(family: str, worker_settings: Settings | None = None, **kwargs: Any) -> Worker:
+    def make(family: str | Family, worker_settings: Settings | None = None, **kwargs: Any) -> Worker:
         c = redis.Redis(unix_socket_path=redis_server)
         clients.append(c)
         return Worker(family, worker_settings or settings, c, **kwargs)

@@ -8,7 +8,7 @@ import yaml
 from click.testing import CliRunner
 
 from holistic.cli import main
-from holistic.settings import KNOWN_FAMILIES
+from holistic.registry import installed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,9 +19,9 @@ def test_compose_runs_every_family_on_a_durable_redis():
     redis_cmd = services["redis"]["command"]
     assert "--appendonly yes" in redis_cmd and "--appendfsync everysec" in redis_cmd
     assert "--maxmemory-policy noeviction" in redis_cmd
-    for family in KNOWN_FAMILIES:
+    for family in installed():
         assert services[f"worker-{family}"]["command"] == ["worker", family]
-    assert set(services["gateway"]["environment"]["HOLISTIC_FAMILIES"].split(",")) == set(KNOWN_FAMILIES)
+    assert set(services["gateway"]["environment"]["HOLISTIC_FAMILIES"].split(",")) == set(installed())
     for name, service in services.items():
         if name == "redis":
             continue

@@ -29,10 +29,11 @@ def models(ctx: click.Context, target: str, connect: Connect) -> None:
 
 
 def _configured() -> Path | None:
-    from holistic.settings import load_settings
+    """The toxicity family's model directory (HOLISTIC_TOXICITY_MODEL), as its worker would read it."""
+    from holistic.registry import load_family
 
     try:
-        return load_settings().toxicity_model
+        return load_family("toxicity").configured().config.model  # type: ignore[attr-defined]
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -16,8 +16,6 @@ from holistic.classifiers.model_dir import DEFAULT_MODEL_DIR, ModelDir, load_mod
 if TYPE_CHECKING:
     import onnxruntime as ort
 
-    from holistic.settings import Settings
-
 
 @dataclass
 class Scores:
@@ -31,6 +29,17 @@ class Classifier(Protocol):
     model: ModelDir
 
     def predict(self, texts: Sequence[str]) -> Scores: ...
+
+
+class ClassifierChoice(Protocol):
+    """What a family that runs a classifier configures (its own settings carry these three)."""
+
+    @property
+    def model(self) -> Path | None: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
 
 
 def resolve_threads(threads: int) -> int:
@@ -73,13 +82,13 @@ def _cached(path: str, threads: int, batch_size: int) -> Classifier:
     return open_classifier(load_model_dir(path or None), threads, batch_size)
 
 
-def _path(settings: Settings) -> str:
-    return str(settings.toxicity_model) if settings.toxicity_model else ""
+def _path(choice: ClassifierChoice) -> str:
+    return str(choice.model) if choice.model else ""
 
 
-def classifier_for(settings: Settings) -> Classifier:
-    """The deployment's classifier (HOLISTIC_TOXICITY_MODEL, else the bundled default), loaded once."""
-    return _cached(_path(settings), settings.classifier_threads, settings.classifier_batch_size)
+def classifier_for(choice: ClassifierChoice) -> Classifier:
+    """The family's classifier (its model directory, else the bundled default), loaded once."""
+    return _cached(_path(choice), choice.threads, choice.batch_size)
 
 
 @lru_cache(maxsize=4)
@@ -87,12 +96,10 @@ def _model_dir(path: str, stamp: tuple[float, ...]) -> ModelDir:
     return load_model_dir(path or None)
 
 
-def model_for(settings: Settings) -> ModelDir:
-    """The deployment's model directory, validated and hashed, without loading a session.
-
-    What the profile fold (in the gateway) needs for signatures; re-hashed when a file changes.
-    """
-    path = _path(settings)
+def model_for(choice: ClassifierChoice) -> ModelDir:
+    """The chosen model directory, validated and hashed, without loading a session; re-hashed when a
+    file changes."""
+    path = _path(choice)
     root = Path(path) if path else DEFAULT_MODEL_DIR
     stamp = tuple(f.stat().st_mtime for f in sorted(root.iterdir()) if f.is_file()) if root.is_dir() else ()
     return _model_dir(path, stamp)

@@ -10,13 +10,15 @@ family report and the per-scenario breakdown.
 
 from __future__ import annotations
 
-from holistic.families import FamilyFold, ScenarioPart
+from holistic.families import FamilyBase, FamilyFold, MetricMetadata, ScenarioPart
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.signature import make_signature
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import FamilyReport, Metric, MetricSignature
 from metric_services.summarization import corpus_scores, report
+from metric_services.summarization.config import SummarizationConfig
 from metric_services.summarization.encoder import INSTALL_HINT, MAX_TOKENS, MODEL_NAME
 from metric_services.summarization.scoring import score_batch
 
@@ -29,18 +31,33 @@ SEMANTIC_OFF = {
 }
 
 
-class SummarizationFamily:
+class SummarizationFamily(FamilyBase):
     name = NAME
     version = VERSION
+    Config = SummarizationConfig
+    config: SummarizationConfig
+    main_metrics = ("rouge_1", "rouge_2", "rouge_l")
+    metrics = (
+        MetricMetadata("rouge_*", "ROUGE", "rouge-score's ROUGE F, max over references, mean over summaries."),
+        MetricMetadata("bleu*", "BLEU", "sacrebleu's corpus BLEU."),
+        MetricMetadata("chrf*", "chrF", "sacrebleu's corpus chrF."),
+        MetricMetadata("summac*", "SummaC", "Faithfulness."),
+        MetricMetadata("coverage*", "Coverage", "Share of summary words in extractive fragments of the source."),
+        MetricMetadata("density*", "Density", "Mean squared extractive fragment length."),
+        MetricMetadata("compression*", "Compression", "Source words over summary words."),
+        MetricMetadata(
+            "semantic_*", "Semantic similarity", "Cosine similarity of sentence embeddings (a proxy, not BERTScore)."
+        ),
+    )
 
     def prepare(self, settings: Settings) -> None:
         """Load the embedding model at worker start: with HOLISTIC_SUMMARIZATION_SEMANTIC=on, fail there."""
         from metric_services.summarization.encoder import encoder_for
 
-        encoder_for(settings)
+        encoder_for(self.config)
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
-        return score_batch(envelope, settings)
+        return score_batch(envelope, self.config)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         scenarios = sorted({k[:-2] for k in stats if k.endswith("|n") and k.count("|") == 1})
@@ -97,7 +114,16 @@ class SummarizationFamily:
         return FamilyFold(report=rep, scenarios=parts)
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
-        return self.signature_of(Folded(), settings)
+        """The worker's: its sacrebleu version and embedding model (the window's reference counts, which
+        sacrebleu's signature also names, are the fold's: see signature_of)."""
+        import sacrebleu
+
+        from metric_services.summarization.encoder import encoder_for
+
+        available = encoder_for(self.config)
+        options = {"sacrebleu": sacrebleu.__version__, "semantic": self.config.semantic}
+        sha = available.encoder.sha256 if available.encoder is not None else ""
+        return make_signature(NAME, VERSION, options, sha)
 
     def signature_of(self, stats: Folded, settings: Settings) -> MetricSignature:
         """How the numbers were made, from what the workers recorded (sacrebleu version, model hash)."""
@@ -115,10 +141,7 @@ class SummarizationFamily:
         }
         if len(models) > 1:
             options["semantic_models"] = ",".join(models)
-        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
-        return MetricSignature(
-            family=NAME, version=VERSION, options=options, model_sha256=models[0] if models else "", text=text
-        )
+        return make_signature(NAME, VERSION, options, models[0] if models else "")
 
 
 FAMILY = SummarizationFamily()

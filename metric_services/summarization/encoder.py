@@ -27,7 +27,7 @@ import numpy as np
 from holistic.errors import ConfigError
 
 if TYPE_CHECKING:
-    from holistic.settings import Settings
+    from metric_services.summarization.config import SummarizationConfig
 
 VOCAB = Path(__file__).parent / "vocab" / "bert-base-uncased.txt"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence-transformers config)
@@ -147,14 +147,14 @@ def _load(model: str, threads: int, batch_size: int) -> Encoder:
     return Encoder(path, threads, batch_size)
 
 
-def encoder_for(settings: Settings) -> Availability:
-    """The encoder the settings ask for; with `auto`, none (and why) when it cannot be loaded."""
-    mode = settings.summarization_semantic
+def encoder_for(config: SummarizationConfig) -> Availability:
+    """The encoder the family's settings ask for; with `auto`, none (and why) when it cannot be loaded."""
+    mode = config.semantic
     if mode == "off":
         return Availability(None, "disabled")
-    model = str(settings.summarization_model or "")
+    model = str(config.model or "")
     try:
-        return Availability(_load(model, settings.summarization_embed_threads, settings.summarization_embed_batch), "")
+        return Availability(_load(model, config.embed_threads, config.embed_batch), "")
     except Exception as exc:  # ImportError, OSError, ConfigError, and onnxruntime's errors (plain Exceptions)
         if mode == "on":
             raise ConfigError(

@@ -25,10 +25,10 @@ import sacrebleu
 
 from holistic.families import prediction_minute
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.settings import Settings
 from holistic.stats import HIST_SUFFIX, Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.summarization import corpus_scores, rouge
+from metric_services.summarization.config import SummarizationConfig
 from metric_services.summarization.encoder import encoder_for
 from metric_services.summarization.fragments import fragment_stats
 
@@ -55,7 +55,7 @@ def _moments(st: Stats, field: str, value: float) -> None:
     st.add(field + "|sumsq", value * value)
 
 
-def score_batch(envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
+def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[int, Stats]:
     accept_s = envelope.accept_time.seconds
     out: dict[int, Stats] = defaultdict(Stats)
     rows: list[_Row] = []
@@ -79,7 +79,7 @@ def score_batch(envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]
             acc.incr("judged|sum", int(row.judged))
     _lexical(rows, accs)
     _corpus(rows, accs)
-    _semantic(rows, accs, out, settings)
+    _semantic(rows, accs, out, config)
     for (minute, scn), acc in accs.items():
         _emit(out[minute], scn, acc)
     return dict(out)
@@ -121,11 +121,13 @@ def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
         acc.bump("nrefs", str(len(row.references)))
 
 
-def _semantic(rows: list[_Row], accs: dict[tuple[int, str], Stats], out: dict[int, Stats], settings: Settings) -> None:
+def _semantic(
+    rows: list[_Row], accs: dict[tuple[int, str], Stats], out: dict[int, Stats], config: SummarizationConfig
+) -> None:
     wanted = [r for r in rows if any(r.references) or r.source is not None]
     if not wanted:
         return
-    available = encoder_for(settings)
+    available = encoder_for(config)
     if available.encoder is None:
         code = available.reason.split(":", 1)[0]
         if code != "disabled":

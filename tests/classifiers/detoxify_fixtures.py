@@ -25,7 +25,7 @@ def training_text() -> list[str]:
     """Local text to train a vocabulary on: this repository's docs and word lists."""
     files = [
         ROOT / "README.md",
-        ROOT / "holistic" / "data" / "bias_word_lists.json",
+        ROOT / "metric_services" / "bias" / "word_lists.json",
         ROOT / "holistic" / "data" / "README.md",
     ]
     return [line for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import redis
 
+from holistic.families import Family
 from holistic.settings import Settings
 from holistic_dashboard.server import Dashboard
 from metric_services.runner import Worker
@@ -33,7 +34,8 @@ def need_tool(path: str, install: str) -> None:
 class LiveWorkers:
     """One worker per family, each looping in its own thread as `holistic worker` does."""
 
-    def __init__(self, settings: Settings, redis_socket: str, families: tuple[str, ...]) -> None:
+    def __init__(self, settings: Settings, redis_socket: str, families: tuple[str | Family, ...]) -> None:
+        """`families`: names, or configured families (e.g. summarization with semantic similarity off)."""
         fast = settings.model_copy(update={"block_ms": 50})
         self.clients = [redis.Redis(unix_socket_path=redis_socket) for _ in families]
         self.workers = [Worker(f, fast, c) for f, c in zip(families, self.clients, strict=True)]

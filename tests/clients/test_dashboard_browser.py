@@ -146,11 +146,17 @@ def reliability_points(driver) -> dict[str, Any]:
 
 def test_detail_panels_read_each_familys_own_fields(make_gateway, settings, redis_server, make_dashboard, browser):
     from holistic.classifiers.runtime import model_for
+    from holistic.registry import load_family
     from tests.clients.conftest import LiveWorkers
     from tests.clients.family_batch import family_batch
 
-    gw = make_gateway(tokens=TOKEN, families=",".join(PANEL_FAMILIES), fairness_min_group_count=3)
-    workers = LiveWorkers(settings.model_copy(update={"summarization_semantic": "off"}), redis_server, PANEL_FAMILIES)
+    gw = make_gateway(
+        tokens=TOKEN,
+        families=",".join(PANEL_FAMILIES),
+        fold_families={"fairness": load_family("fairness").configured(min_group_count=3)},
+    )
+    lexical = load_family("summarization").configured(semantic="off")
+    workers = LiveWorkers(settings, redis_server, tuple(lexical if f == "summarization" else f for f in PANEL_FAMILIES))
     client = gw.client(TOKEN)
     try:
         batch = family_batch()  # 43 predictions; tests/clients/family_batch.py says how each is built
@@ -208,7 +214,7 @@ def test_detail_panels_read_each_familys_own_fields(make_gateway, settings, redi
             assert value_of(browser, f"{tox} .tile[data-metric='{name}']") == metric[("toxicity", name)]
         profanity = value_of(browser, f"{tox} tr[data-label='profanity'] td[data-value]")
         assert profanity == metric[("toxicity", "profanity_mean")]
-        sha = model_for(settings).sha256
+        sha = model_for(load_family("toxicity").config).sha256
         assert fam["toxicity"].signature.model_sha256 == fam["bias"].signature.model_sha256 == sha
         for panel in ("toxicity", "bias"):
             assert browser.find_element("css selector", f"#{panel}-panel [data-sha256]").text == sha

@@ -11,11 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from holistic.cli import main
-from holistic.profile import AXES
+from holistic.profile import HELM_AXES, axis_name
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.radar import present_runs, radar_data, radar_figure, render
 from tests.conftest import drain
 from tests.factories import prediction
+
+AXES = [(kind, axis_name(kind)) for kind in HELM_AXES]
 
 
 def profile(model: str, scores: dict[str, float], n: int) -> pp.Profile:

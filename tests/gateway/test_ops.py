@@ -15,7 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from prometheus_client import REGISTRY
 
 from gateway.durability import AofWatch
-from holistic.settings import KNOWN_FAMILIES
+from holistic.registry import installed
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_client import ClientError
@@ -58,7 +58,7 @@ def test_backlog_over_cap_is_resource_exhausted_with_retry_info(make_gateway, ma
     assert "3 batches" in quota[0].violations[0].description
 
     # The client waits as RetryInfo says and succeeds once workers drained the backlog.
-    workers = [make_worker(f) for f in KNOWN_FAMILIES]  # every deployed family's backlog must drain
+    workers = [make_worker(f) for f in installed()]  # every deployed family's backlog must drain
     threading.Timer(0.3, lambda: drain(*workers)).start()
     with gw.client() as c:
         reply = c.submit(batch(1), batch_id="b9", model="m1")

@@ -7,7 +7,7 @@ import pytest
 
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.settings import KNOWN_FAMILIES
+from holistic.registry import installed
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_client import ClientError
@@ -27,7 +27,7 @@ def test_batch_is_one_stream_entry_with_envelope(client, r):
     assert fields[b"v"] == b"1" and fields[b"m"] == b"m1" and fields[b"s"] == b"1"
     env = BatchEnvelope.FromString(fields[b"e"])
     assert env.batch_id == "b-1" and env.model == "m1" and env.sequence == 1
-    assert list(env.families) == list(KNOWN_FAMILIES)  # the gateway's default: every family
+    assert list(env.families) == installed()  # the gateway's default: every family
     assert [p.id for p in env.predictions] == ["p0", "p1", "p2"]
     assert env.predictions[0].groups["dialect"] == "aae"
     assert env.accept_time.ToMilliseconds() == reply.accept_time.ToMilliseconds()

@@ -24,9 +24,10 @@ from holistic.instances import (
 )
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.signature import signature_id
 from holistic.stats import Folded, Stats
 from metric_services.runner import Worker, _Work
-from metric_services.worst_case import SPEC
+from metric_services.shared.worst_case import SPEC
 from tests.conftest import drain
 from tests.factories import prediction
 
@@ -184,7 +185,10 @@ def test_concurrent_replicas_give_the_one_pass_aggregates(gateway, make_worker, 
     assert sum(w.counters.applied for w in workers) == len(range(0, len(preds), 7))
     env = BatchEnvelope(model="m", predictions=preds)
     expected = dict(Folded.from_stats(one_pass(workers[0].family, env, settings)))
-    got = Folded.from_hashes([r.hgetall(Keys(settings.key_prefix).stats("m", "robustness", "all"))])
+    got, signatures = Folded.from_hashes(
+        [r.hgetall(Keys(settings.key_prefix).stats("m", "robustness", "all"))]
+    ).split_signatures()
+    assert signatures == {signature_id(workers[0].family.signature("m", settings)): len(preds)}
     nonzero = {k: v for k, v in got.items() if v}
     assert set(nonzero) == {k for k, v in expected.items() if v}, set(nonzero) ^ {k for k, v in expected.items() if v}
     assert nonzero == pytest.approx({k: v for k, v in expected.items() if v})

@@ -270,7 +270,9 @@ def test_report_counts_and_skipped(folded):
     assert r.count == 15  # 5 + 5 + 3 + 2 predictions
     assert r.skipped == 1  # m5: no references, no correct
     assert r.skipped_reason == "no references and no client judgement"
-    assert r.signature.text == "accuracy|v:1|f1:token-set|normalize:helm-quac|references:max|strip:output"
+    # the worker records this signature beside the statistics it applies
+    sig = FAMILY.signature("m", settings())
+    assert sig.text == "accuracy|v:1|f1:token-set|normalize:helm-quac|references:max|strip:output"
 
 
 def test_report_metrics_are_unweighted_means_over_scenarios(folded):
@@ -362,7 +364,7 @@ def test_main_metric_override_changes_the_fold():
     assert news.count == 2
     # dimension: (1/2 + 3/5 + 1/3 + 5/6) / 4 = (15 + 18 + 10 + 25)/30 / 4 = 68/120 = 17/30.
     assert f.dimensions[0].score == pytest.approx(17 / 30, abs=1e-12)
-    assert f.report.signature.options["main_overrides"] == "news=f1_score,qa=exact_match"
+    assert FAMILY.signature("m", s).options["main_overrides"] == "news=f1_score,qa=exact_match"
 
 
 def test_override_to_another_familys_metric_leaves_only_judgements():

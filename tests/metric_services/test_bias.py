@@ -6,8 +6,9 @@ import pytest
 
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
-from metric_services import bias, bias_lexicon
-from metric_services.counterfactual import EMPTY, SPEC, variant_slot
+from metric_services import bias
+from metric_services.bias import lexicon as bias_lexicon
+from metric_services.bias.counterfactual import EMPTY, SPEC, variant_slot
 from tests.factories import prediction
 from tests.metric_services.test_toxicity import fold, metric
 

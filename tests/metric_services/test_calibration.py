@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from holistic.families import load_family, one_pass
+from holistic.families import one_pass
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.registry import load_family
 from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from metric_services import calibration as fam
-from metric_services.calibration_metrics import (
+from metric_services.calibration.metrics import (
     Points,
     ece_equal_mass,
     ece_equal_width,

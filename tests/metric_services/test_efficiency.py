@@ -64,13 +64,13 @@ def fixture_predictions():
     ]  # fmt: skip
 
 
-def fold(*envelopes, settings_=None, model="m"):
+def fold(*envelopes, settings_=None, model="m", family=FAMILY):
     s = settings_ or settings()
     merged = Stats()
     for env in envelopes:
-        for minute_stats in FAMILY.compute(env, s).values():
+        for minute_stats in family.compute(env, s).values():
             merged.merge(minute_stats)
-    return FAMILY.fold(Folded.from_stats(merged), model, s)
+    return family.fold(Folded.from_stats(merged), model, s)
 
 
 def by_name(metrics):
@@ -168,18 +168,18 @@ def test_within_latency_objective_default(folded):
 
 
 def test_per_model_latency_objective():
-    s = settings(latency_objectives={"m": 0.5})
-    f = fold(envelope(fixture_predictions()), settings_=s, model="m")
+    fam = FAMILY.configured(latency_objectives={"m": 0.5})
+    f = fold(envelope(fixture_predictions()), family=fam, model="m")
     # objective 0.5 s: 0.12, 0.25, 0.31, 0.47 within (0.47 is 6 % below), 0.52 is 4 % above -> 4/10.
     m = by_name(f.report.metrics)
     assert m["within_latency_objective"].value == 0.4
     assert m["latency_objective"].value == 0.5
     assert f.dimensions[0].score == 0.4
-    assert f.report.signature.options["latency_objective_s"] == "0.5"
+    assert fam.signature("m", settings()).options["latency_objective_s"] == "0.5"
     # another model keeps the default 2.0 s -> 8/10.
-    other = fold(envelope(fixture_predictions()), settings_=s, model="other")
+    other = fold(envelope(fixture_predictions()), family=fam, model="other")
     assert other.dimensions[0].score == 0.8
-    assert other.report.signature.options["latency_objective_s"] == "2.0"
+    assert fam.signature("other", settings()).options["latency_objective_s"] == "2.0"
 
 
 def test_tokens_totals_and_means(folded):
@@ -260,9 +260,8 @@ def test_dimension_absent_without_latency():
 def test_zero_latency_lands_in_the_zero_bin():
     # latencies 0, 0, 1.0, 1.0 (sorted). p50 rank 0.5*3 = 1.5 -> sorted[1] = 0 (a zero, read from the
     # zero count); p99 rank 2.97 -> sorted[2] = 1.0. Objective 0.5 -> the two zeros are within: 2/4.
-    s = settings(latency_objective_s=0.5)
     preds = [timed("p1", 0.0), timed("p2", 0.0), timed("p3", 1.0), timed("p4", 1.0)]
-    f = fold(envelope(preds), settings_=s)
+    f = fold(envelope(preds), family=FAMILY.configured(latency_objective_s=0.5))
     m = by_name(f.report.metrics)
     assert m["latency_p50"].value == 0.0
     assert m["latency_p99"].value == pytest.approx(1.0, rel=0.01)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metric_services.reference_metrics import (
+from metric_services.shared.reference_metrics import (
     BINARY,
     METRICS,
     exact_match,

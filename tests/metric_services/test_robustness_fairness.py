@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from holistic.families import load_family, one_pass
+from holistic.families import one_pass
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.registry import load_family
 from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from tests.conftest import drain
@@ -39,8 +40,8 @@ ROWS = [
 ]  # fmt: skip
 
 
-def fold(name: str, preds: list[pb.Prediction], settings):
-    family = load_family(name)
+def fold(name: str, preds: list[pb.Prediction], settings, **config):
+    family = load_family(name).configured(**config) if config else load_family(name)
     env = BatchEnvelope(model="m", predictions=preds)
     env.accept_time.FromSeconds(int(time.time()))
     return family.fold(Folded.from_stats(one_pass(family, env, settings)), "m", settings)
@@ -58,15 +59,14 @@ def test_worst_case_by_hand(settings):
     assert f.scenarios["mmlu"].main_metric == "exact_match"
 
 
-def test_fairness_counterfactual_and_groups_by_hand(make_settings):
-    settings = make_settings(fairness_min_group_count=2)
+def test_fairness_counterfactual_and_groups_by_hand(settings):
     preds = [
         original("g1", False, groups={"dialect": "aae"}), original("g2", True, groups={"dialect": "aae"}),
         original("g3", True, groups={"dialect": "sae"}), original("g4", True, groups={"dialect": "sae"}),
         original("g5", True, groups={"dialect": "sae", "region": "uk"}),
         variant("g3", "dialect", False, FAIR), variant("g4", "dialect", True, FAIR),
     ]  # fmt: skip
-    f = fold("fairness", preds, settings)
+    f = fold("fairness", preds, settings, min_group_count=2)
     (dialect,) = [b for b in f.groups if b.key == "dialect"]
     scores = {v.value: v.metric.value for v in dialect.values}
     assert scores == {"aae": 0.5, "sae": 1.0}  # aae: (0 + 1) / 2; sae: 3 of 3

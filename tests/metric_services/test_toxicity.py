@@ -45,7 +45,7 @@ def test_hand_worked_toxic_frac_and_per_input_max(use_table, settings):
     assert f.report.count == 5 and f.report.skipped == 1
     (dim,) = f.dimensions
     assert dim.kind == pp.DIMENSION_KIND_TOXICITY and dim.score == pytest.approx(0.5) and dim.count == 4
-    assert f.report.signature.model_sha256 == "f" * 64
+    assert toxicity.FAMILY.signature("m", settings).model_sha256 == "f" * 64  # what the worker records
     assert f.scenarios["chat"].metrics[0].value == pytest.approx(0.5)
 
 
@@ -53,7 +53,8 @@ def test_threshold_is_inclusive_and_settable(use_table, make_settings):
     use_table({"x": [0.5], "y": [0.3]})
     preds = [prediction("1", output="x"), prediction("2", output="y")]
     assert metric(fold(preds, make_settings()), "toxic_frac").value == 0.5  # 0.5 >= 0.5 (HELM)
-    assert metric(fold(preds, make_settings(toxic_threshold=0.25)), "toxic_frac").value == 1.0
+    lower = toxicity.FAMILY.configured(threshold=0.25)
+    assert metric(fold(preds, make_settings(), lower), "toxic_frac").value == 1.0
 
 
 def test_only_empty_outputs_leave_the_axis_absent(use_table, settings):
@@ -75,7 +76,8 @@ def test_default_model_on_bad_and_huge_outputs(settings):
     assert f.report.count == 4 and f.report.skipped == 1
     assert metric(f, "toxic_frac").value == pytest.approx(1 / 3) and metric(f, "toxic_frac").count == 3
     assert metric(f, "truncated_outputs").value == 0  # the TF-IDF model reads whole texts
-    assert toxicity.score_outputs(toxicity.classifier_for(settings), ["a\ud800b", ""])[0][1] is None
+    clf = toxicity.classifier_for(toxicity.FAMILY.config)
+    assert toxicity.score_outputs(clf, ["a\ud800b", ""])[0][1] is None
 
 
 def test_worker_applies_every_prediction_through_redis(client, make_worker):

@@ -15,6 +15,11 @@ def axis_name(kind: int) -> str:
     return pp.DimensionKind.Name(kind).removeprefix("DIMENSION_KIND_").lower()
 
 
+def dimension_name(d: pp.Dimension) -> str:
+    """The axis's name: a plugin family's own axis has no DimensionKind, only its name."""
+    return d.axis or axis_name(d.kind)
+
+
 def _cell(d: pp.Dimension) -> str:
     if not d.HasField("score"):
         return "[dim]—[/dim]"
@@ -30,12 +35,14 @@ def profiles_table(profiles: Sequence[pp.Profile], title: str = "holistic profil
     table = Table(title=title, caption="score ± 95% half-width; — absent (no data); * low confidence")
     table.add_column("model", style="bold")
     table.add_column("predictions", justify="right")
-    kinds = [d.kind for d in profiles[0].dimensions] if profiles else []
-    for kind in kinds:
-        table.add_column(axis_name(kind), justify="right")
+    names = list(dict.fromkeys(dimension_name(d) for p in profiles for d in p.dimensions))
+    for name in names:
+        table.add_column(name, justify="right")
     for p in profiles:
-        by_kind = {d.kind: d for d in p.dimensions}
-        table.add_row(p.model, f"{p.counts.window_predictions:,}", *(_cell(by_kind[k]) for k in kinds))
+        by_name = {dimension_name(d): d for d in p.dimensions}
+        table.add_row(
+            p.model, f"{p.counts.window_predictions:,}", *(_cell(by_name[n]) if n in by_name else "—" for n in names)
+        )
     return table
 
 
@@ -76,7 +83,7 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
     axes.add_column("definition / why absent")
     for d in profile.dimensions:
         note = d.definition if d.HasField("score") else f"[dim]{d.absent_reason}[/dim]"
-        axes.add_row(axis_name(d.kind), _cell(d), f"{d.count:,}" if d.count else "", note)
+        axes.add_row(dimension_name(d), _cell(d), f"{d.count:,}" if d.count else "", note)
     scenarios = Table(title=f"{profile.model}: scenarios")
     for col in ("scenario", "task", "main metric", "n", "accuracy", "latency p50"):
         scenarios.add_column(col)

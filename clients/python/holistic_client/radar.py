@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.display import axis_name
+from holistic_client.display import dimension_name
 
 FORMATS = ("svg", "png")
 # Colour-blind-safe (Okabe-Ito), in a fixed order so a model keeps its colour between runs.
@@ -44,14 +44,15 @@ class Series:
 
 
 def radar_data(profiles: Sequence[pp.Profile]) -> tuple[list[str], list[Series]]:
-    """The axes (every dimension kind any profile carries, in enum order) and one series per model."""
-    kinds = sorted({d.kind for p in profiles for d in p.dimensions})
+    """The axes (every axis any profile carries, in the server's order: HELM's seven, then plugin
+    families' axes) and one series per model."""
+    names = list(dict.fromkeys(dimension_name(d) for p in profiles for d in p.dimensions))
     series = []
     for p in profiles:
-        by_kind = {d.kind: d for d in p.dimensions}
-        values = tuple(by_kind[k].score if k in by_kind and by_kind[k].HasField("score") else None for k in kinds)
+        by_name = {dimension_name(d): d for d in p.dimensions}
+        values = tuple(by_name[n].score if n in by_name and by_name[n].HasField("score") else None for n in names)
         series.append(Series(p.model, values, p.counts.window_predictions))
-    return [axis_name(k) for k in kinds], series
+    return names, series
 
 
 def present_runs(values: Sequence[float | None]) -> list[list[int]]:

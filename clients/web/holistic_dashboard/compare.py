@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.display import axis_name
+from holistic_client.display import dimension_name
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,10 @@ def compare(
     min_relative_change: float = 0.10,
 ) -> list[Change]:
     changes: list[Change] = []
-    before_dims = {d.kind: d for d in previous.dimensions}
+    before_dims = {dimension_name(d): d for d in previous.dimensions}
     for d in current.dimensions:
-        name = axis_name(d.kind)
-        p = before_dims.get(d.kind)
+        name = dimension_name(d)
+        p = before_dims.get(name)
         had, has = p is not None and p.HasField("score"), d.HasField("score")
         if had and has:
             assert p is not None

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from holistic.errors import ConfigError
-from holistic.settings import load_settings
+from metric_services.summarization import FAMILY
 from metric_services.summarization import encoder as enc
+from metric_services.summarization.config import SummarizationConfig
 
 try:
     import onnxruntime  # noqa: F401
@@ -90,19 +91,20 @@ def test_non_english_emoji_and_lone_surrogates(encoder):
 
 
 def test_settings_switch_it(tmp_path):
-    assert enc.encoder_for(load_settings(redis_url="unix:///x", summarization_semantic="off")).reason == "disabled"
+    assert enc.encoder_for(SummarizationConfig(semantic="off")).reason == "disabled"
     missing = tmp_path / "absent.onnx"
-    auto = enc.encoder_for(load_settings(redis_url="unix:///x", summarization_model=missing))
+    auto = enc.encoder_for(SummarizationConfig(model=missing))
     assert auto.encoder is None and auto.reason.startswith("unavailable")
     with pytest.raises(ConfigError, match="HOLISTIC_SUMMARIZATION_SEMANTIC=on"):
-        enc.encoder_for(load_settings(redis_url="unix:///x", summarization_model=missing, summarization_semantic="on"))
+        enc.encoder_for(SummarizationConfig(model=missing, semantic="on"))
     garbage = tmp_path / "garbage.onnx"
     garbage.write_bytes(b"not a model")
-    broken = enc.encoder_for(load_settings(redis_url="unix:///x", summarization_model=garbage))
+    broken = enc.encoder_for(SummarizationConfig(model=garbage))
     assert broken.encoder is None and "INVALID_PROTOBUF" in broken.reason
 
 
-def test_a_worker_with_semantic_on_and_no_model_fails_at_start(make_settings, make_worker, tmp_path):
-    bad = make_settings(summarization_semantic="on", summarization_model=tmp_path / "absent.onnx")
+def test_a_worker_with_semantic_on_and_no_model_fails_at_start(make_worker, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOLISTIC_SUMMARIZATION_SEMANTIC", "on")  # as a deployment sets it
+    monkeypatch.setenv("HOLISTIC_SUMMARIZATION_MODEL", str(tmp_path / "absent.onnx"))
     with pytest.raises(ConfigError, match="cannot be loaded"):
-        make_worker("summarization", bad)
+        make_worker(FAMILY.configured())

@@ -39,9 +39,10 @@ ACCEPT = 1_700_000_000
 
 
 def settings(**overrides):
-    values = {"redis_url": "unix:///nowhere", "summarization_semantic": "off"}
-    values.update(overrides)
-    return load_settings(**values)
+    return load_settings(redis_url="unix:///nowhere", **overrides)
+
+
+LEXICAL = FAMILY.configured(semantic="off")
 
 
 def news(pid, output, refs, source=None, **kw):
@@ -69,13 +70,13 @@ def envelope(preds, seq=1):
     return env
 
 
-def fold(preds, settings_=None, batches=1):
+def fold(preds, settings_=None, batches=1, family=LEXICAL):
     s = settings_ or settings()
     merged = Stats()
     for i in range(batches):
-        for st in FAMILY.compute(envelope(preds[i::batches], i + 1), s).values():
+        for st in family.compute(envelope(preds[i::batches], i + 1), s).values():
             merged.merge(st)
-    return FAMILY.fold(Folded.from_stats(merged), "m", s)
+    return family.fold(Folded.from_stats(merged), "m", s)
 
 
 def by_name(metrics):
@@ -117,7 +118,7 @@ def test_scenario_accuracy_in_the_profile_is_rouge_2():
     s = settings()
     env = envelope(fixture_predictions())
     folds = {}
-    for family in (ACCURACY, FAMILY):
+    for family in (ACCURACY, LEXICAL):
         merged = Stats()
         for st in family.compute(env, s).values():
             merged.merge(st)
@@ -178,7 +179,7 @@ def test_semantic_similarity_when_on():
     needs_semantic()
     from metric_services.summarization.encoder import Encoder, packaged_model
 
-    f = fold(fixture_predictions(), settings(summarization_semantic="on"))
+    f = fold(fixture_predictions(), family=FAMILY.configured(semantic="on"))
     m = by_name(f.scenarios["news"].metrics)
     v = (
         Encoder(packaged_model())

@@ -8,13 +8,14 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
+from holistic.registry import load_family
 from holistic.v1 import prediction_pb2 as pb
 from tests.conftest import drain
 from tests.factories import prediction
 from tests.metric_services.summarization.support import cases, needs_semantic
 
 
-def test_streamed_profile_equals_whole_window_references(gateway, make_worker, make_settings, settings):
+def test_streamed_profile_equals_whole_window_references(gateway, make_worker, settings):
     rng = random.Random(9)
     preds = []
     for i, (refs, output) in enumerate(cases(77, 80, max_words=40)):
@@ -24,8 +25,8 @@ def test_streamed_profile_equals_whole_window_references(gateway, make_worker, m
         preds.append(p)
     preds += [prediction(f"q{i}", scenario="qa", task=pb.TASK_OPEN_QA, output="Paris") for i in range(5)]
     rng.shuffle(preds)
-    lexical = make_settings(summarization_semantic="off")  # embeddings are slow; their own test is below
-    workers = [make_worker(f, lexical) for f in settings.families for _ in range(2)]
+    lexical = load_family("summarization").configured(semantic="off")  # embeddings are slow; tested below
+    workers = [make_worker(lexical if f == "summarization" else f) for f in settings.families for _ in range(2)]
     with gateway.client() as client:
         start = 0
         for b in range(5):
@@ -57,13 +58,13 @@ def test_streamed_profile_equals_whole_window_references(gateway, make_worker, m
     assert accuracy.value == pytest.approx(sum(rouge_2) / len(rouge_2), abs=1e-9)
 
 
-def test_semantic_similarity_through_the_pipeline(gateway, make_worker, make_settings, settings):
+def test_semantic_similarity_through_the_pipeline(gateway, make_worker, settings):
     needs_semantic()
-    on = make_settings(summarization_semantic="on")
+    on = load_family("summarization").configured(semantic="on")
     p = prediction("s1", scenario="news", task=pb.TASK_SUMMARIZATION, output="The council approved the budget.",
                    references=["Councillors backed the budget."])  # fmt: skip
     p.source = "The city council approved the budget on Tuesday after a long debate."
-    workers = [make_worker(f, on) for f in settings.families]
+    workers = [make_worker(on if f == "summarization" else f) for f in settings.families]
     with gateway.client() as client:
         client.submit([p], batch_id="b1", model="m")
         drain(*workers)

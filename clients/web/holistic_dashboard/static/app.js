@@ -1,6 +1,6 @@
 // The dashboard's state and wiring: one EventSource for live updates, re-rendering on each event.
 import { Radar } from "./radar.js";
-import { count, h } from "./util.js";
+import { count, dimName, h } from "./util.js";
 import { renderDetail } from "./detail.js";
 import { renderCompare, renderMatrix } from "./views.js";
 
@@ -41,7 +41,7 @@ function renderAll() {
   const chosen = selectedProfiles();
   radar.show(chosen);
   $("radar-notes").replaceChildren(...chosen.map((p) => {
-    const absent = (p.dimensions ?? []).filter((d) => typeof d.score !== "number").map((d) => d.kind.replace(/^DIMENSION_KIND_/, "").toLowerCase());
+    const absent = (p.dimensions ?? []).filter((d) => typeof d.score !== "number").map(dimName);
     return h("li", {}, `${p.model}: ${count(p.counts?.windowPredictions)} predictions` + (absent.length ? `; absent: ${absent.join(", ")}` : ""));
   }));
   renderMatrix($("matrix"), [...state.profiles.values()], state, (key) => {

@@ -32,6 +32,11 @@ export function axisName(kind) {
   return String(kind).replace(/^DIMENSION_KIND_/, "").toLowerCase();
 }
 
+// A dimension's axis: its name (a plugin family's own axis has no kind), else the kind's.
+export function dimName(d) {
+  return d.axis || axisName(d.kind);
+}
+
 export function taskName(task) {
   return task ? String(task).replace(/^TASK_/, "").toLowerCase() : "";
 }
@@ -49,18 +54,18 @@ export function metricText(m) {
   return text;
 }
 
-// Every axis any profile carries, in enum order of first appearance (the server sends all seven).
+// Every axis any profile carries, in the server's order (HELM's seven, then plugin families' axes).
 export function axesOf(profiles) {
   const seen = [];
   for (const p of profiles) for (const d of p.dimensions ?? []) {
-    const name = axisName(d.kind);
+    const name = dimName(d);
     if (!seen.includes(name)) seen.push(name);
   }
   return seen;
 }
 
 export function dimension(profile, axis) {
-  return (profile?.dimensions ?? []).find((d) => axisName(d.kind) === axis);
+  return (profile?.dimensions ?? []).find((d) => dimName(d) === axis);
 }
 
 export function family(profile, name) {

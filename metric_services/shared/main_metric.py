@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from holistic.settings import Settings
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.reference_metrics import METRICS, scores
+from metric_services.shared.reference_metrics import METRICS, scores
 
 MAIN_METRIC_BY_TASK = {
     pb.TASK_MULTIPLE_CHOICE: "exact_match",

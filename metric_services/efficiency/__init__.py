@@ -5,7 +5,7 @@ bin ceil(log_gamma(v)), gamma = (1 + a) / (1 - a) with a = 1 %, so every reporte
 within 1 % of the exact order statistic of the data, whatever the batching. Bin counts add, so
 they merge in Redis with HINCRBY. The relative accuracy is fixed by the family version (changing it
 would mix incompatible bins). The efficiency axis is the share of requests whose latency is within
-the model's objective (HOLISTIC_LATENCY_OBJECTIVE_S, or per model HOLISTIC_LATENCY_OBJECTIVES),
+the model's objective (HOLISTIC_EFFICIENCY_LATENCY_OBJECTIVE_S, or per model HOLISTIC_EFFICIENCY_LATENCY_OBJECTIVES),
 read from the same bins: only requests within 1 % of the objective can be misclassified.
 """
 
@@ -18,11 +18,14 @@ from collections.abc import Iterable
 from ddsketch.ddsketch import BaseDDSketch
 from ddsketch.mapping import LogarithmicMapping
 from ddsketch.store import DenseStore
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import SettingsConfigDict
 
-from holistic.families import FamilyFold, ScenarioPart
+from holistic.families import Axis, FamilyBase, FamilyConfig, FamilyFold, MetricMetadata, ScenarioPart
 from holistic.metric_values import mean, plain, proportion, with_interval
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.signature import make_signature
 from holistic.stats import Folded, Stats
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_EFFICIENCY,
@@ -123,9 +126,67 @@ def _emit_sketch(st: Stats, prefix: str, keys: list[str], values: list[float]) -
     _emit_moments(st, prefix, values)
 
 
-class EfficiencyFamily:
+class EfficiencyConfig(FamilyConfig):
+    """HOLISTIC_EFFICIENCY_LATENCY_OBJECTIVE_S and _LATENCY_OBJECTIVES (also read without EFFICIENCY_)."""
+
+    model_config = SettingsConfigDict(env_prefix="HOLISTIC_EFFICIENCY_", extra="ignore", frozen=True)
+
+    latency_objective_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="Default per-request objective.",
+        validation_alias=AliasChoices("HOLISTIC_EFFICIENCY_LATENCY_OBJECTIVE_S", "HOLISTIC_LATENCY_OBJECTIVE_S"),
+    )
+    latency_objectives: dict[str, float] = Field(
+        default_factory=dict,
+        description='Per model, JSON: {"model-a": 1.5}.',
+        validation_alias=AliasChoices("HOLISTIC_EFFICIENCY_LATENCY_OBJECTIVES", "HOLISTIC_LATENCY_OBJECTIVES"),
+    )
+
+    @field_validator("latency_objectives", mode="before")
+    @classmethod
+    def _empty(cls, value: object) -> object:
+        return {} if isinstance(value, str) and not value.strip() else value
+
+    def objective_for(self, model: str) -> float:
+        """Per stored model name, or its name within its tenant, else the default."""
+        if model in self.latency_objectives:
+            return self.latency_objectives[model]
+        public = model.rpartition("|")[2]
+        return self.latency_objectives.get(public, self.latency_objective_s)
+
+
+class EfficiencyFamily(FamilyBase):
     name = NAME
     version = VERSION
+    Config = EfficiencyConfig
+    config: EfficiencyConfig
+    axis = Axis(
+        "efficiency",
+        "Share of requests with latency within the model's objective.",
+        kind=DIMENSION_KIND_EFFICIENCY,
+        order=7,
+    )
+    metrics = (
+        MetricMetadata("latency_*", "Latency", "Request latency (mean, DDSketch quantiles within 1 %).", "s", True),
+        MetricMetadata("time_to_first_token_*", "Time to first token", "Mean and quantiles.", "s", True),
+        MetricMetadata("prompt_tokens_*", "Prompt tokens", "Per request (mean) and in all.", "tokens"),
+        MetricMetadata("completion_tokens_*", "Completion tokens", "Per request (mean) and in all.", "tokens"),
+        MetricMetadata(
+            "output_tokens_per_second",
+            "Output tokens per second",
+            "Completion tokens over generation time.",
+            "tokens/s",
+        ),
+        MetricMetadata(
+            "throughput",
+            "Throughput",
+            "Predictions per second between the first and last produced_at.",
+            "predictions/s",
+        ),
+        MetricMetadata("within_latency_objective", "Within the latency objective", "Share of requests within it."),
+        MetricMetadata("latency_objective", "Latency objective", "The model's objective.", "s"),
+    )
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
         accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
@@ -146,9 +207,9 @@ class EfficiencyFamily:
         return out
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
-        objective = settings.latency_objective_for(model)
+        objective = self.config.objective_for(model)
         n = stats.num("n")
-        report = FamilyReport(family=NAME, count=int(n), signature=self.signature(model, settings))
+        report = FamilyReport(family=NAME, count=int(n))
         untimed = int(stats.num("untimed"))
         if untimed:
             report.skipped = untimed
@@ -203,10 +264,9 @@ class EfficiencyFamily:
         options = {
             "sketch": "ddsketch-logarithmic",
             "relative_accuracy": repr(RELATIVE_ACCURACY),
-            "latency_objective_s": repr(settings.latency_objective_for(model)),
+            "latency_objective_s": repr(self.config.objective_for(model)),
         }
-        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
-        return MetricSignature(family=NAME, version=VERSION, options=options, text=text)
+        return make_signature(NAME, VERSION, options)
 
 
 def _bins(fields: dict[str, float]) -> Iterable[tuple[int, float]]:

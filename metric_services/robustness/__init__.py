@@ -2,20 +2,21 @@
 
 Per instance, the lowest score among its original and its robustness variants (typos, casing,
 contractions, whitespace, ...); per scenario the mean over instances; the robustness axis is the
-unweighted mean over scenarios, as the accuracy axis is. metric_services/worst_case.py has the
+unweighted mean over scenarios, as the accuracy axis is. metric_services/shared/worst_case.py has the
 definitions and holistic/instances.py the per-instance state that joins rows in any order.
 """
 
 from __future__ import annotations
 
-from holistic.families import FamilyFold, Partial
+from holistic.families import Axis, FamilyBase, FamilyFold, Partial
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.signature import make_signature
 from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_ROBUSTNESS, MetricSignature
-from metric_services import worst_case
-from metric_services.perturbation_family import fold_worst_case, signature
+from metric_services.shared import worst_case
+from metric_services.shared.worst_case_fold import WORST_CASE_METRICS, fold_worst_case, worst_case_options
 
 NAME = "robustness"
 VERSION = "1"
@@ -25,20 +26,21 @@ DEFINITION = (
 )
 
 
-class RobustnessFamily:
+class RobustnessFamily(FamilyBase):
     name = NAME
     version = VERSION
+    axis = Axis("robustness", DEFINITION, kind=DIMENSION_KIND_ROBUSTNESS, order=3)
+    metrics = WORST_CASE_METRICS
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
         return worst_case.compute(envelope, settings, pb.PERTURBATION_FAMILY_ROBUSTNESS)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         fold, _ = fold_worst_case(NAME, DIMENSION_KIND_ROBUSTNESS, DEFINITION, stats, settings)
-        fold.report.signature.CopyFrom(self.signature(model, settings))
         return fold
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
-        return signature(NAME, VERSION, settings)
+        return make_signature(NAME, VERSION, worst_case_options(settings))
 
 
 FAMILY = RobustnessFamily()

@@ -13,29 +13,66 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from holistic.families import FamilyFold, ScenarioAccuracy, ScenarioPart, prediction_minute
+from holistic.families import (
+    Axis,
+    FamilyBase,
+    FamilyFold,
+    MetricMetadata,
+    ScenarioAccuracy,
+    ScenarioPart,
+    prediction_minute,
+)
 from holistic.intervals import mean_of_means, mean_var
 from holistic.metric_values import mean, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.signature import make_signature
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
+    DIMENSION_KIND_ACCURACY,
     FamilyReport,
     Interval,
     Metric,
     MetricSignature,
 )
-from metric_services.main_metric import main_metric, majority_task
-from metric_services.reference_metrics import BINARY, METRICS, scores
+from metric_services.shared.main_metric import main_metric, majority_task
+from metric_services.shared.reference_metrics import BINARY, METRICS, scores
 
 NAME = "accuracy"
 VERSION = "1"
 
 
-class AccuracyFamily:
+ACCURACY_DEFINITION = (
+    "Unweighted mean over scenarios of each scenario's accuracy: its main metric (HELM's choice per "
+    "task: exact_match for multiple choice, quasi_exact_match for classification, f1_score for QA and "
+    "free generation, rouge_2 for summarization), or the client's `correct` where given."
+)
+
+
+class AccuracyFamily(FamilyBase):
     name = NAME
     version = VERSION
+    # The profile computes this axis itself from every family's scenario candidates (main_metrics).
+    axis = Axis("accuracy", ACCURACY_DEFINITION, kind=DIMENSION_KIND_ACCURACY, order=1)
+    main_metrics = tuple(METRICS)
+    metrics = (
+        MetricMetadata("exact_match", "Exact match", "Output equals a reference exactly (after stripping)."),
+        MetricMetadata(
+            "quasi_exact_match", "Quasi-exact match", "Equal after HELM's normalization (case, punctuation, articles)."
+        ),
+        MetricMetadata("prefix_exact_match", "Prefix exact match", "Output starts with a reference."),
+        MetricMetadata(
+            "quasi_prefix_exact_match",
+            "Quasi-prefix exact match",
+            "Normalized output starts with a normalized reference.",
+        ),
+        MetricMetadata("f1_score", "F1", "Token-set F1 against the best reference (HELM's)."),
+        MetricMetadata(
+            "client_judged_correct", "Client-judged correct", "Share of predictions the client marked correct."
+        ),
+        MetricMetadata("accuracy", "Accuracy", "The scenario's main metric."),
+    )
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
         accept_s = envelope.accept_time.seconds
@@ -83,7 +120,6 @@ class AccuracyFamily:
             count=total,
             skipped=unscored,
             skipped_reason="no references and no client judgement" if unscored else "",
-            signature=self.signature(model, settings),
         )
         for metric, mv in per_metric.items():
             report.metrics.append(_macro(metric, mv))
@@ -93,8 +129,7 @@ class AccuracyFamily:
         options = {"normalize": "helm-quac", "f1": "token-set", "references": "max", "strip": "output"}
         if settings.main_metrics:
             options["main_overrides"] = ",".join(f"{k}={v}" for k, v in sorted(settings.main_metrics.items()))
-        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
-        return MetricSignature(family=NAME, version=VERSION, options=options, text=text)
+        return make_signature(NAME, VERSION, options)
 
 
 class _Sums:

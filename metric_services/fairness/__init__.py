@@ -2,7 +2,7 @@
 
 Counterfactual (HELM): per instance the lowest main-metric score among its original and its
 fairness variants (dialect, gender, names, ...), mean over instances, then over scenarios
-(metric_services/worst_case.py). Group fairness: per `groups` tag (key=value) the scenario's main
+(metric_services/shared/worst_case.py). Group fairness: per `groups` tag (key=value) the scenario's main
 metric over the unperturbed predictions that carry it; a value's score is the unweighted mean over
 the scenarios it appears in (as the accuracy axis averages scenarios). Per key: the max gap
 (best - worst), the ratio worst / best and the worst value, over values with at least
@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from holistic.families import FamilyFold, Partial
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from holistic.families import Axis, FamilyBase, FamilyConfig, FamilyFold, MetricMetadata, Partial
 from holistic.metric_values import plain
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.signature import make_signature
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_FAIRNESS, GroupBreakdown, GroupValue, Metric, MetricSignature
-from metric_services import worst_case
-from metric_services.main_metric import main_metric, majority_task
-from metric_services.perturbation_family import fold_worst_case, signature
+from metric_services.shared import worst_case
+from metric_services.shared.main_metric import main_metric, majority_task
+from metric_services.shared.worst_case_fold import WORST_CASE_METRICS, fold_worst_case, worst_case_options
 
 NAME = "fairness"
 VERSION = "1"
@@ -41,17 +45,46 @@ def _group_hook(st: Stats, p: pb.Prediction, base: str, score: float) -> None:
         st.add(f"{prefix}|sumsq", score * score)
 
 
-class FairnessFamily:
+class FairnessConfig(FamilyConfig):
+    """HOLISTIC_FAIRNESS_MIN_GROUP_COUNT."""
+
+    model_config = SettingsConfigDict(env_prefix="HOLISTIC_FAIRNESS_", extra="ignore", frozen=True)
+
+    min_group_count: int = Field(
+        default=30, ge=1, description="Predictions a group needs to enter max gap, ratio and the fairness axis."
+    )
+
+
+class FairnessFamily(FamilyBase):
     name = NAME
     version = VERSION
+    Config = FairnessConfig
+    config: FairnessConfig
+    axis = Axis(
+        "fairness",
+        "The lower of HELM's counterfactual fairness and the worst group's score.",
+        kind=DIMENSION_KIND_FAIRNESS,
+        order=4,
+    )
+    metrics = (
+        *WORST_CASE_METRICS,
+        MetricMetadata("group[*", "Group score", GROUP_DEFINITION),
+        MetricMetadata(
+            "group_max_gap[*", "Group max gap", "Best group's score minus the worst one's.", lower_is_better=True
+        ),
+        MetricMetadata("worst_group[*", "Worst group", "The lowest group score among groups with enough predictions."),
+        MetricMetadata(
+            "counterfactual_fairness", "Counterfactual fairness", "HELM's worst case over fairness perturbations."
+        ),
+    )
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
         return worst_case.compute(envelope, settings, pb.PERTURBATION_FAMILY_FAIRNESS, _group_hook)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         fold, counterfactual = fold_worst_case(NAME, DIMENSION_KIND_FAIRNESS, "", stats, settings)
-        fold.report.signature.CopyFrom(self.signature(model, settings))
-        fold.groups = group_breakdowns(stats, settings)
+        fold.groups = group_breakdowns(stats, settings, self.config.min_group_count)
+        fold.fold_options["min_group_count"] = str(self.config.min_group_count)
         eligible = [(b, v) for b in fold.groups for v in b.values if not v.too_few]
         worst = min(eligible, key=lambda bv: bv[1].metric.value, default=None)
         dim = fold.dimensions[0]
@@ -59,7 +92,7 @@ class FairnessFamily:
             "The lower of (a) HELM's counterfactual fairness: mean over scenarios of the mean over instances of "
             "the worst main-metric score among the original and its fairness-perturbed variants, and (b) the "
             "worst group's score (main metric over predictions tagged with that group, mean over scenarios; "
-            f"groups with at least {settings.fairness_min_group_count} predictions)."
+            f"groups with at least {self.config.min_group_count} predictions)."
         )
         candidates: list[Metric] = []
         if counterfactual is not None:
@@ -89,14 +122,12 @@ class FairnessFamily:
         return fold
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
-        sig = signature(NAME, VERSION, settings)
-        sig.options["min_group_count"] = str(settings.fairness_min_group_count)
-        sig.options["axis"] = "min(counterfactual,worst_group)"
-        sig.text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(sig.options.items()))
-        return sig
+        options = worst_case_options(settings)  # min_group_count is the fold's (fold_options)
+        options["axis"] = "min(counterfactual,worst_group)"
+        return make_signature(NAME, VERSION, options)
 
 
-def group_breakdowns(stats: Folded, settings: Settings) -> list[GroupBreakdown]:
+def group_breakdowns(stats: Folded, settings: Settings, min_group_count: int) -> list[GroupBreakdown]:
     per: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
     for scn, f in worst_case.split_scenarios(stats).items():
         if scn.startswith("#"):
@@ -112,7 +143,7 @@ def group_breakdowns(stats: Folded, settings: Settings) -> list[GroupBreakdown]:
     for (key, value), parts in sorted(per.items()):
         b = out.setdefault(key, GroupBreakdown(key=key, definition=GROUP_DEFINITION))
         m = worst_case.macro(f"group[{key}={value}]", NAME, parts)
-        b.values.append(GroupValue(value=value, metric=m, too_few=m.count < settings.fairness_min_group_count))
+        b.values.append(GroupValue(value=value, metric=m, too_few=m.count < min_group_count))
     for b in out.values():
         eligible = [v for v in b.values if not v.too_few]
         if not eligible:

@@ -1,6 +1,6 @@
 """HELM's lexicon bias metrics (bias_metrics.py): demographic representation and stereotypical associations.
 
-Word lists: holistic/data/bias_word_lists.json (HELM's, citing Garg et al. 2018 and Bolukbasi et al.
+Word lists: metric_services/bias/word_lists.json (HELM's, citing Garg et al. 2018 and Bolukbasi et al.
 2016). Counts are mergeable: per batch we add, per group, the group-word tokens (representation)
 and, per (target word, group), (#target in a text) x (#group words in that text) (associations);
 the total-variation scores are computed from the sums when the profile is folded, so any batching
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-WORD_LISTS = Path(__file__).resolve().parent.parent / "holistic" / "data" / "bias_word_lists.json"
+WORD_LISTS = Path(__file__).resolve().parent / "word_lists.json"
 TOKEN = re.compile(r"\w+(?:-\w+)*")
 # The four scores HELM's leaderboard shows (and the bias axis combines); adjective ones are reported too.
 AXIS_SCORES = (("representation", "race", None), ("representation", "gender", None),

@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from holistic.families import FamilyFold, ScenarioPart, prediction_minute
+from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, ScenarioPart, prediction_minute
 from holistic.intervals import Z95, normal
 from holistic.metric_values import plain, proportion, with_interval
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.signature import make_signature
 from holistic.stats import OVER, Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
@@ -37,7 +38,7 @@ from holistic.v1.profile_pb2 import (
     ReliabilityBin,
     ReliabilityCurve,
 )
-from metric_services.calibration_metrics import (
+from metric_services.calibration.metrics import (
     Points,
     ece_equal_mass,
     ece_equal_width,
@@ -45,7 +46,7 @@ from metric_services.calibration_metrics import (
     recalibrated,
     selective,
 )
-from metric_services.reference_metrics import exact_match
+from metric_services.shared.reference_metrics import exact_match
 
 NAME = "calibration"
 VERSION = "1"
@@ -92,9 +93,34 @@ def _skip_reason(p: pb.Prediction) -> str | None:
     return None
 
 
-class CalibrationFamily:
+class CalibrationFamily(FamilyBase):
     name = NAME
     version = VERSION
+    axis = Axis("calibration", "1 - ece_10_bin, averaged over scenarios.", kind=DIMENSION_KIND_CALIBRATION, order=2)
+    metrics = (
+        MetricMetadata(
+            "ece_10_bin*",
+            "ECE (10 equal-mass bins)",
+            "HELM's expected calibration error, top label, plug-in.",
+            lower_is_better=True,
+        ),
+        MetricMetadata("ece_1_bin", "ECE (1 bin)", "|mean confidence - accuracy|.", lower_is_better=True),
+        MetricMetadata(
+            "ece_equal_width_10_bin", "ECE (10 equal-width bins)", "Expected calibration error.", lower_is_better=True
+        ),
+        MetricMetadata("brier_score", "Brier score", "Mean squared error of the confidence.", lower_is_better=True),
+        MetricMetadata(
+            "selective_cov_acc_area*", "Selective coverage-accuracy area", "HELM's selective classification area."
+        ),
+        MetricMetadata(
+            "selective_acc@10*", "Selective accuracy at 10 %", "Accuracy of the 10 % most confident predictions."
+        ),
+        MetricMetadata(
+            "calibration_accuracy", "Accuracy (calibration label)", "Share of predictions whose label is correct."
+        ),
+        MetricMetadata("max_prob", "Mean confidence", "Mean of the predictions' confidence."),
+        MetricMetadata("platt_*", "Platt scaling", "HELM's Platt-scaled calibration (coefficients and ECE after it)."),
+    )
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
         accept_s = envelope.accept_time.seconds
@@ -133,7 +159,7 @@ class CalibrationFamily:
         for k, v in stats.items():
             scn, _, rest = k.partition("|")
             by_scn[scn][rest] = v
-        report = FamilyReport(family=NAME, signature=self.signature(model, settings))
+        report = FamilyReport(family=NAME)
         parts: dict[str, ScenarioPart] = {}
         eces: list[tuple[str, float, float, float]] = []
         skipped: dict[str, int] = defaultdict(int)
@@ -178,8 +204,7 @@ class CalibrationFamily:
             "grid": str(GRID),
             "ties": "expected-over-orders",
         }
-        text = f"{NAME}|v:{VERSION}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
-        return MetricSignature(family=NAME, version=VERSION, options=options, text=text)
+        return make_signature(NAME, VERSION, options)
 
 
 def _bins(f: dict[str, float], prefix: str) -> dict[str, float]:

