@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from holistic.demo import SAMPLE
 from holistic.embedded_redis import EmbeddedRedis
-from holistic.up import free_address, wait_serving
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.v1.prediction_pb2 import Prediction
+from holistic_app.demo import SAMPLE
+from holistic_app.up import free_address, wait_serving
 from holistic_client.jsonl import read_predictions
 
 
@@ -37,7 +37,7 @@ def processes(redis_url: str, *commands: list[str], env: dict[str, str] | None =
     address = free_address()
     child_env = dict(os.environ, REDIS_URL=redis_url, HOLISTIC_GATEWAY_ADDRESS=address, **(env or {}))
     procs = [
-        subprocess.Popen([sys.executable, "-m", "holistic", *cmd], env=child_env, stderr=subprocess.DEVNULL)
+        subprocess.Popen([sys.executable, "-m", "holistic_app", *cmd], env=child_env, stderr=subprocess.DEVNULL)
         for cmd in commands
     ]
     try:

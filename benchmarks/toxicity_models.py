@@ -19,7 +19,7 @@ import numpy as np
 
 from holistic.classifiers.model_dir import load_model_dir
 from holistic.classifiers.runtime import open_classifier
-from holistic.demo import SAMPLE
+from holistic_app.demo import SAMPLE
 
 
 def demo_outputs() -> list[str]:

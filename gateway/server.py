@@ -192,9 +192,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
     Python serves one core per process; this is how one host's gateway uses more of them. A
     process that dies is restarted; SIGTERM stops them all.
     """
-    args = [sys.executable, "-m", "holistic", "gateway", "--processes", "1"]
-    if address:
-        args += ["--address", address]
+    args = [sys.executable, "-m", "gateway"] + ([address] if address else [])
 
     def env(i: int) -> dict[str, str]:
         """Each process serves its own /metrics: the configured port + i."""

@@ -16,12 +16,12 @@ import redis
 from click.testing import CliRunner
 from redis.cluster import RedisCluster
 
-from holistic.cli import main
 from holistic.janitor import sweep
 from holistic.keys import Keys
 from holistic.redis_conn import sync_client
 from holistic.v1 import prediction_pb2 as pb
 from holistic.workqueue import WorkQueue, shard_of
+from holistic_app.cli import main
 from metric_services.runner import Worker
 from tests.conftest import drain
 from tests.factories import prediction

@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from holistic.cli import main
 from holistic.registry import installed
+from holistic_app.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -135,7 +135,7 @@ def test_a_worker_started_later_scores_from_then_on(plugin, make_gateway, make_w
         assert family(client.get_profile("m"), "hallucination") is None  # not deployed yet
         env = {**os.environ, "REDIS_URL": redis_url, "HOLISTIC_BLOCK_MS": "50"}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "holistic", "worker", "hallucination"],
+            [sys.executable, "-m", "holistic_app", "worker", "hallucination"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:

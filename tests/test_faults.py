@@ -26,7 +26,7 @@ import redis
 
 from holistic import envelope
 from holistic.keys import Keys
-from holistic.up import free_address, wait_serving
+from holistic_app.up import free_address, wait_serving
 from holistic_client import Client
 from tests.conftest import start_redis
 from tests.factories import prediction
@@ -81,7 +81,7 @@ def test_gateway_and_redis_killed_mid_stream(durability, tmp_path):
 
     def spawn(*args: str) -> subprocess.Popen[bytes]:
         out = open(logs / f"{args[0]}-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115
-        return subprocess.Popen([sys.executable, "-m", "holistic", *args], env=env, stdout=out, stderr=out)
+        return subprocess.Popen([sys.executable, "-m", "holistic_app", *args], env=env, stdout=out, stderr=out)
 
     gateway = spawn("gateway")
     workers = [spawn("worker", f) for f in FAMILIES]

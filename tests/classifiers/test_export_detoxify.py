@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from holistic.classifiers.export_detoxify import export_detoxify
 from holistic.classifiers.model_dir import ModelError, load_model_dir
 from holistic.classifiers.runtime import open_classifier
-from holistic.cli import main
+from holistic_app.cli import main
 from tests.classifiers.detoxify_fixtures import UNBIASED_IDENTITIES, detoxify_offline
 
 TEXTS = ["you are an idiot", "", "the doctor said she would call her mother", "🙂 naïve café", "word " * 300]

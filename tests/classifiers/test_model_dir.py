@@ -57,7 +57,7 @@ def _patch(d, **changes):
 def test_a_worker_with_a_bad_model_stops_before_reading(tmp_path):
     from click.testing import CliRunner
 
-    from holistic.cli import main
+    from holistic_app.cli import main
 
     env = {"HOLISTIC_TOXICITY_MODEL": str(tmp_path / "nope"), "REDIS_URL": "unix:///nonexistent.sock"}
     result = CliRunner().invoke(main, ["worker", "toxicity"], env=env)

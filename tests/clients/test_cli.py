@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from holistic.cli import main
+from holistic_app.cli import main
 from holistic_client.jsonl import write_predictions
 from tests.conftest import drain
 from tests.factories import prediction
@@ -63,7 +63,7 @@ def test_unknown_model_is_a_clear_error(gateway):
 def test_bad_settings_name_the_variable(tmp_path):
     env = dict(os.environ, HOLISTIC_MAX_BATCH_PREDICTIONS="0", HOLISTIC_FAMILIES="accuracy,astrology")
     result = subprocess.run(
-        [sys.executable, "-m", "holistic", "janitor"], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "holistic_app", "janitor"], env=env, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2
     assert "HOLISTIC_MAX_BATCH_PREDICTIONS" in result.stderr and "HOLISTIC_FAMILIES" in result.stderr
@@ -75,7 +75,7 @@ def test_demo_runs_end_to_end(tmp_path):
     env = dict(os.environ, COLUMNS="200")
     env.pop("REDIS_URL", None)
     result = subprocess.run(
-        [sys.executable, "-m", "holistic", "up", "--demo", "--data-dir", str(tmp_path)],
+        [sys.executable, "-m", "holistic_app", "up", "--demo", "--data-dir", str(tmp_path)],
         env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

@@ -10,9 +10,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from holistic.cli import main
 from holistic.profile import HELM_AXES, axis_name
 from holistic.v1 import profile_pb2 as pp
+from holistic_app.cli import main
 from holistic_client.radar import present_runs, radar_data, radar_figure, render
 from tests.conftest import drain
 from tests.factories import prediction
@@ -121,7 +121,7 @@ def test_cli_radar_is_deterministic_across_processes(gateway, make_worker, clien
     assert result.exit_code == 0, result.output
     second = tmp_path / "two.svg"
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    done = subprocess.run([sys.executable, "-m", "holistic", *args, "-o", str(second)], env=env,
+    done = subprocess.run([sys.executable, "-m", "holistic_app", *args, "-o", str(second)], env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert first.read_bytes() == second.read_bytes()

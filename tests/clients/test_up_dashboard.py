@@ -15,8 +15,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from holistic.cli import main
-from holistic.up import free_address
+from holistic_app.cli import main
+from holistic_app.up import free_address
 
 
 @pytest.mark.slow
@@ -26,7 +26,7 @@ def test_up_serves_the_dashboard_and_prints_its_url(tmp_path):
     env.pop("REDIS_URL", None)
     env.pop("HOLISTIC_TOKEN", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "holistic", "up", "--address", address, "--dashboard-address", dashboard,
+        [sys.executable, "-m", "holistic_app", "up", "--address", address, "--dashboard-address", dashboard,
          "--data-dir", str(tmp_path)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip

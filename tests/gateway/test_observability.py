@@ -16,9 +16,9 @@ from prometheus_client import REGISTRY
 
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.up import free_address, wait_serving
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
+from holistic_app.up import free_address, wait_serving
 from holistic_client import ClientError
 from tests.factories import batch
 
@@ -66,7 +66,7 @@ def test_metrics_endpoint_and_json_logs_with_trace_context(redis_url, r, tmp_pat
                HOLISTIC_LOG_FORMAT="json", HOLISTIC_TOKENS="team-a:sha256:" + "ab" * 32)  # fmt: skip
     log_path = tmp_path / "gateway.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "holistic", "gateway"], env=env, stderr=log)
+        proc = subprocess.Popen([sys.executable, "-m", "holistic_app", "gateway"], env=env, stderr=log)
     try:
         wait_serving(address)
         with grpc.insecure_channel(address) as ch:

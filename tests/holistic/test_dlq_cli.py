@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from holistic.cli import main
 from holistic.janitor import STALE_CONSUMER_MS, sweep
 from holistic.keys import Keys
 from holistic.workqueue import WorkQueue
+from holistic_app.cli import main
 from tests.conftest import drain
 from tests.holistic.test_workqueue import add_batch, applied_count
 

@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from google.protobuf import json_format
 
 from holistic import perturbations as pt
-from holistic.cli import main
 from holistic.errors import InvalidArgument
 from holistic.perturbations import texts
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import prediction_pb2 as pb
+from holistic_app.cli import main
 from holistic_client import InvalidPredictions
 from tests.factories import prediction
 

@@ -31,7 +31,7 @@ MODELS = ("m-a", "m-b", "m-c")
 
 def spawn(family: str, env: dict[str, str], log_dir: Path, n: int) -> subprocess.Popen[bytes]:
     log = open(log_dir / f"{family}-{n}.log", "wb")  # noqa: SIM115
-    return subprocess.Popen([sys.executable, "-m", "holistic", "worker", family], env=env, stdout=log, stderr=log)
+    return subprocess.Popen([sys.executable, "-m", "holistic_app", "worker", family], env=env, stdout=log, stderr=log)
 
 
 def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r, tmp_path):

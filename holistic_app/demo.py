@@ -9,11 +9,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+import holistic
 from holistic_client import Client
 from holistic_client.display import detail_tables, family_table, profiles_table, trust_table
 from holistic_client.jsonl import Line, read_predictions
 
-SAMPLE = Path(__file__).parent / "data" / "demo_predictions.jsonl.gz"
+SAMPLE = Path(holistic.__file__).parent / "data" / "demo_predictions.jsonl.gz"
 SUMMARIZATION_COLUMNS = (
     "rouge_2", "rouge_l", "bleu", "chrf", "coverage", "density", "compression",
     "semantic_similarity_reference", "semantic_similarity_source",

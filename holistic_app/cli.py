@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from holistic.classifiers.models_cli import models as models_group
 from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import Settings, load_settings
+from holistic_app.families_cli import families as families_group
+from holistic_app.models_cli import models as models_group
 from holistic_client.cli import COMMANDS, target_option
 
 err = Console(stderr=True)
@@ -56,7 +57,7 @@ def up(
     no_dashboard: bool,
 ) -> None:
     """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor."""
-    from holistic import up as up_mod
+    from holistic_app import up as up_mod
 
     settings = _settings()
     _logging(settings)
@@ -82,7 +83,7 @@ def up(
         if stack.dashboard_url:
             err.print(f"dashboard: [link={stack.dashboard_url}]{stack.dashboard_url}[/link]")
         if demo:
-            from holistic import demo as demo_mod
+            from holistic_app import demo as demo_mod
 
             demo_mod.run(address)
         if not demo or keep_running:
@@ -296,3 +297,4 @@ for _command in COMMANDS:
     if _command.name != "models":  # wrapped by the classifier-models group below
         main.add_command(_command)
 main.add_command(models_group)
+main.add_command(families_group)

@@ -91,7 +91,7 @@ class Stack:
             self.redis = EmbeddedRedis(self.data_dir, fsync=fsync)
             self.redis_url = self.redis.start()
             log.info("private redis-server at %s (AOF %s, noeviction)", self.redis_url, fsync)
-        py = [sys.executable, "-m", "holistic"]
+        py = [sys.executable, "-m", "holistic_app"]
         self.children = [Child("gateway", [*py, "gateway"])]
         self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.deployed_families()]
         self.children.append(Child("janitor", [*py, "janitor"]))

@@ -1,3 +1,0 @@
-from holistic.cli import main
-
-main()

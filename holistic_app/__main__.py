@@ -1,0 +1,3 @@
+from holistic_app.cli import main
+
+main()

@@ -1,0 +1,41 @@
+"""`holistic families list/add/remove`: what runs is what has a consumer group."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from holistic.keys import Keys
+from holistic.workqueue import WorkQueue
+from holistic_app.cli import main
+from tests.holistic.test_workqueue import add_batch
+
+
+def test_add_list_and_remove_a_familys_group(r, redis_url):
+    env = {"REDIS_URL": redis_url, "COLUMNS": "200"}
+    runner = CliRunner()
+    q = WorkQueue(r, Keys())
+    added = runner.invoke(main, ["families", "add", "accuracy"], env=env)
+    assert added.exit_code == 0 and added.output == f"{q.stream}: accuracy created\n"
+    assert [g["name"] for g in q.groups()] == ["accuracy"]
+    again = runner.invoke(main, ["families", "add", "accuracy"], env=env)
+    assert again.output == f"{q.stream}: accuracy exists\n"
+
+    add_batch(r, "m", 1)  # as the gateway writes it, with accuracy's and efficiency's groups
+    listed = runner.invoke(main, ["families", "list"], env=env)
+    assert listed.exit_code == 0, listed.output
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in listed.output.splitlines() if line.startswith("│")}  # fmt: skip
+    assert rows["accuracy"] == ["1", "accuracy", "yes", "yes", "1"]  # one batch not yet applied
+    assert rows["efficiency"] == ["1", "efficiency", "yes", "yes", "1"]
+    assert rows["toxicity"] == ["2", "toxicity", "yes", "no", ""]
+    assert rows["summarization"][1] == ""  # no axis of its own: it feeds accuracy
+
+    removed = runner.invoke(main, ["families", "remove", "accuracy", "--yes"], env=env)
+    assert removed.exit_code == 0 and removed.output == f"{q.stream}: accuracy removed\n"
+    assert [g["name"] for g in q.groups()] == ["efficiency"]
+
+
+def test_an_uninstalled_family_is_refused_with_the_installed_ones(redis_url):
+    result = CliRunner().invoke(main, ["families", "add", "astrology"], env={"REDIS_URL": redis_url})
+    assert result.exit_code == 2
+    assert "'astrology' is not installed; installed: accuracy, bias, calibration" in " ".join(result.output.split())
