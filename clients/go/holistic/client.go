@@ -30,10 +30,10 @@ var ErrStopWatch = errors.New("stop watching")
 
 // Options tune a Client; the zero value is plaintext, no token, 30 s per attempt, 12 attempts.
 type Options struct {
-	Token       string                               // sent as "authorization: Bearer <token>"
-	Timeout     time.Duration                        // per attempt of a unary call (30 s)
-	MaxAttempts int                                  // attempts per unary call, the first included (12)
-	Credentials credentials.TransportCredentials     // TLS; nil is plaintext
+	Token       string                           // sent as "authorization: Bearer <token>"
+	Timeout     time.Duration                    // per attempt of a unary call (30 s)
+	MaxAttempts int                              // attempts per unary call, the first included (12)
+	Credentials credentials.TransportCredentials // TLS; nil is plaintext
 	OnRetry     func(attempt int, delay time.Duration, err error)
 	Sleep       func(ctx context.Context, d time.Duration) error // waits between attempts (for tests)
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
