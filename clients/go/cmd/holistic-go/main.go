@@ -134,11 +134,11 @@ func report(err error, stderr io.Writer) int {
 	return 2
 }
 
-func plural(n int, word string) string {
+func plural(n int, one, many string) string {
 	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
+		return fmt.Sprintf("%d %s", n, one)
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func submit(ctx context.Context, client *holistic.Client, path, model string, batchSize int, stdout, stderr io.Writer) int {
@@ -151,7 +151,7 @@ func submit(ctx context.Context, client *holistic.Client, path, model string, ba
 		return report(err, stderr)
 	}
 	fmt.Fprintf(stdout, "accepted %s in %s (%d already accepted earlier); rejected %s\n",
-		plural(r.Accepted, "prediction"), plural(r.Batches, "batch"), r.Duplicates, plural(len(r.Rejected), "line"))
+		plural(r.Accepted, "prediction", "predictions"), plural(r.Batches, "batch", "batches"), r.Duplicates, plural(len(r.Rejected), "line", "lines"))
 	for _, x := range r.Rejected {
 		fmt.Fprintf(stderr, "  line %d: %s %s\n", x.Line, x.Field, x.Reason)
 	}
@@ -195,7 +195,7 @@ func printProfile(out io.Writer, p *pb.Profile, window string, asJSON bool) erro
 		_, err = fmt.Fprintln(out, string(b))
 		return err
 	}
-	fmt.Fprintf(out, "%s: %s (%s)\n", p.GetModel(), plural(int(p.GetCounts().GetWindowPredictions()), "prediction"), window)
+	fmt.Fprintf(out, "%s: %s (%s)\n", p.GetModel(), plural(int(p.GetCounts().GetWindowPredictions()), "prediction", "predictions"), window)
 	for _, d := range p.GetDimensions() {
 		axis := strings.ToLower(strings.TrimPrefix(d.GetKind().String(), "DIMENSION_KIND_"))
 		if d.Score == nil {
