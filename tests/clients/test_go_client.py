@@ -82,9 +82,10 @@ def test_go_batch_ids_equal_pythons(holistic_go, tmp_path):
         for p in lines:
             groups.setdefault(p.model or "m", []).append(p)
         from_python = [
-            (content_batch_id(es.SubmitPredictionsRequest(model="m", predictions=chunk)), str(len(chunk)), "m")
-            for chunk in (g[i : i + batch_size] for g in groups.values() for i in range(0, len(g), batch_size))
-        ]
+            (content_batch_id(es.SubmitPredictionsRequest(model="m", predictions=g[i : i + batch_size])),
+             str(len(g[i : i + batch_size])), key)
+            for key, g in groups.items() for i in range(0, len(g), batch_size)
+        ]  # fmt: skip
         assert from_go == from_python, path
 
 

@@ -25,7 +25,7 @@ type SubmitReport struct {
 	Rejected   []Rejected
 }
 
-// Batch is one batch SubmitLines sends: the lines, the model field of the request and its id.
+// Batch is one batch SubmitLines sends: the model its predictions are for, the lines and its id.
 type Batch struct {
 	Model   string
 	Lines   []Line
@@ -50,9 +50,9 @@ func Batches(lines []Line, model string, batchSize int) ([]Batch, error) {
 	var out []Batch
 	var order []string
 	pending := map[string][]Line{}
-	emit := func(chunk []Line) error {
-		id, err := ContentBatchID(model, predictionsOf(chunk))
-		out = append(out, Batch{Model: model, Lines: chunk, BatchID: id})
+	emit := func(key string, chunk []Line) error {
+		id, err := ContentBatchID(model, predictionsOf(chunk)) // the request's model field is model
+		out = append(out, Batch{Model: key, Lines: chunk, BatchID: id})
 		return err
 	}
 	for _, line := range lines {
@@ -68,7 +68,7 @@ func Batches(lines []Line, model string, batchSize int) ([]Batch, error) {
 		}
 		pending[key] = append(pending[key], line)
 		if len(pending[key]) >= batchSize {
-			if err := emit(pending[key]); err != nil {
+			if err := emit(key, pending[key]); err != nil {
 				return nil, err
 			}
 			delete(pending, key) // as the other clients do: a key filled again goes after the others
@@ -81,7 +81,7 @@ func Batches(lines []Line, model string, batchSize int) ([]Batch, error) {
 		}
 	}
 	for _, key := range order {
-		if err := emit(pending[key]); err != nil {
+		if err := emit(key, pending[key]); err != nil {
 			return nil, err
 		}
 	}

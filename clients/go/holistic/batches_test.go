@@ -83,9 +83,9 @@ func TestBatchesGroupPerModelInTheOrderTheOtherClientsSend(t *testing.T) {
 	// m fills first (1, 3), then x (2, 5); m's next line (4, 6) fills again; y is left over.
 	want := [][]string{{"1", "3"}, {"2", "5"}, {"4", "6"}, {"7"}}
 	var got [][]string
-	for _, b := range batches {
+	for i, b := range batches {
 		got = append(got, ids(b.Lines))
-		if id, _ := ContentBatchID("m", predictionsOf(b.Lines)); b.BatchID != id || b.Model != "m" {
+		if id, _ := ContentBatchID("m", predictionsOf(b.Lines)); b.BatchID != id || b.Model != []string{"m", "x", "m", "y"}[i] {
 			t.Fatalf("batch %v: id %s model %s", got, b.BatchID, b.Model)
 		}
 	}

@@ -171,7 +171,7 @@ func dryRunSubmit(path, model string, batchSize int, stdout, stderr io.Writer) i
 		return report(err, stderr)
 	}
 	for _, b := range batches {
-		fmt.Fprintf(stdout, "%s\t%d\t%s\n", b.BatchID, len(b.Lines), b.Model)
+		fmt.Fprintf(stdout, "%s\t%d\t%s\n", b.BatchID, len(b.Lines), b.Model) // id, predictions, model
 	}
 	bad := 0
 	for _, l := range lines {
