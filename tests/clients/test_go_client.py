@@ -12,17 +12,15 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
-from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.client import content_batch_id
 from holistic_client.jsonl import read_predictions
+from tests.clients.batch_ids import FIXTURE, MAPS, python_batch_ids
 from tests.clients.conftest import need_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 GO_DIR = ROOT / "clients" / "go"
 GO = GO_DIR / "scripts" / "go.sh"
 BINARY = GO_DIR / ".build" / "bin" / "holistic-go"
-FIXTURE = ROOT / "tests" / "fixtures" / "cross_language.jsonl"
 TOKEN = "go-token"
 APT = "apt-get install -y golang-go protobuf-compiler protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev"
 
@@ -63,30 +61,15 @@ def test_go_offline_suite_passes(holistic_go):
     assert "FAIL" not in out
 
 
-def test_go_batch_ids_equal_pythons(holistic_go, tmp_path):
+def test_go_batch_ids_equal_pythons(holistic_go):
     """The same batches get the same content-derived ids in Go and in Python, byte for byte, maps included."""
-    extra = tmp_path / "maps.jsonl"
-    extra.write_text(
-        '{"id": "k1", "groups": {"region": "eu", "dialect": "sae", "10": "a", "9": "b", "é": "c"},'
-        ' "metadata": {"z": "1", "a": "2"}, "confidence": 0, "correct": false}\n'
-        '{"id": "k2", "model": "own", "output": "🙂", "timing": {"latency": "0.5s", "promptTokens": 0}}\n',
-        encoding="utf-8",
-    )
-    for path, batch_size in ((FIXTURE, 20), (FIXTURE, 500), (extra, 500)):
+    for path, batch_size in ((FIXTURE, 20), (FIXTURE, 500), (MAPS, 2), (MAPS, 500)):
         shown = run_go_cli(holistic_go, "submit", str(path), "--model", "m", "--batch-size", str(batch_size),
                            "--dry-run")  # fmt: skip
         assert shown.returncode == 0, shown.stderr
         from_go = [tuple(row.split("\t")) for row in shown.stdout.splitlines()]
-        lines = [line.prediction for line in read_predictions(path)]
-        groups: dict[str, list] = {}
-        for p in lines:
-            groups.setdefault(p.model or "m", []).append(p)
-        from_python = [
-            (content_batch_id(es.SubmitPredictionsRequest(model="m", predictions=g[i : i + batch_size])),
-             str(len(g[i : i + batch_size])), key)
-            for key, g in groups.items() for i in range(0, len(g), batch_size)
-        ]  # fmt: skip
-        assert from_go == from_python, path
+        assert from_go == python_batch_ids(path, "m", batch_size), path
+        assert len(from_go) == {(FIXTURE, 20): 3, (FIXTURE, 500): 1, (MAPS, 2): 3, (MAPS, 500): 2}[path, batch_size]
 
 
 def test_go_live_suite_against_a_live_gateway(holistic_go, make_gateway, live_workers):

@@ -5,8 +5,6 @@ package holistic
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"math/rand"
@@ -17,7 +15,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/holistic-eval/holistic/clients/go/gen/holistic/v1"
 )
@@ -139,19 +136,6 @@ func (c *Client) call(ctx context.Context, attempt func(ctx context.Context) err
 			return FromError(err)
 		}
 	}
-}
-
-// ContentBatchID derives a batch id from the content, byte for byte as the Python and Node clients do:
-// "c-" and the first 32 hex digits of the SHA-256 of the deterministic encoding of
-// SubmitPredictionsRequest{model, predictions}. Re-sending the same predictions is then a no-op.
-func ContentBatchID(model string, predictions []*pb.Prediction) (string, error) {
-	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(
-		&pb.SubmitPredictionsRequest{Model: model, Predictions: predictions})
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(body)
-	return "c-" + hex.EncodeToString(sum[:])[:32], nil
 }
 
 // Submit sends one batch under its content-derived id; retried safely, since the same id and content is
