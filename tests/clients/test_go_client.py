@@ -35,6 +35,7 @@ def go(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> s
 def holistic_go() -> Path:
     """The command-line example, built once per module."""
     need_tool("go", APT)
+    need_tool("protoc", APT)
     need_tool("protoc-gen-go-grpc", APT)
     if not Path("/usr/share/gocode/src/google.golang.org/grpc").is_dir():
         if os.environ.get("CI"):
