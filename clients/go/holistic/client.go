@@ -22,6 +22,9 @@ import (
 // DefaultTarget is where `holistic up` serves.
 const DefaultTarget = "127.0.0.1:50051"
 
+// DefaultMaxAttempts is how many times a unary call is tried when Options.MaxAttempts is 0.
+const DefaultMaxAttempts = 12
+
 // ErrStopWatch, returned by a WatchProfile callback, ends the watch without an error.
 var ErrStopWatch = errors.New("stop watching")
 
@@ -64,7 +67,7 @@ func New(conn grpc.ClientConnInterface, opts Options) *Client {
 		opts.Timeout = 30 * time.Second
 	}
 	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 12
+		opts.MaxAttempts = DefaultMaxAttempts
 	}
 	if opts.Sleep == nil {
 		opts.Sleep = sleep

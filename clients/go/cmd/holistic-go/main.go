@@ -5,7 +5,7 @@
 //	holistic-go watch MODEL [--window 1h] [--json]
 //	holistic-go models
 //
-// --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN).
+// --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN), --timeout.
 package main
 
 import (
@@ -69,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "print the batches and their ids, send nothing (submit)")
 	window := fs.String("window", "all", "profile window: all, 15m, 1h, 24h, 7d")
 	asJSON := fs.Bool("json", false, "print profiles as canonical protobuf JSON")
+	timeout := fs.Duration("timeout", 0, "give up after this long, retries included (e.g. 30s; 0: no limit)")
 	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
 	positional, err := parse(fs, args)
 	if err != nil {
@@ -89,13 +90,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
 
 	if command == "submit" && *dryRun {
 		return dryRunSubmit(arg, *model, *batchSize, stdout, stderr)
 	}
 	client, err := holistic.Dial(*target, holistic.Options{Token: *token,
 		OnRetry: func(attempt int, delay time.Duration, err error) {
-			fmt.Fprintf(stderr, "retrying in %.1fs (attempt %d): %v\n", delay.Seconds(), attempt, err)
+			fmt.Fprintf(stderr, "%s: %v\n  retry %d of %d in %.1fs\n", *target, err, attempt,
+				holistic.DefaultMaxAttempts-1, delay.Seconds())
 		}})
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)

@@ -40,3 +40,13 @@ func TestDryRunPrintsEachBatchWithItsIDAndNamesBadLines(t *testing.T) {
 		t.Fatalf("stderr %q", errOut.String())
 	}
 }
+
+func TestAnUnreachableGatewayIsNamedWithEachRetryAndTimeoutBoundsIt(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"models", "--target", "127.0.0.1:1", "--timeout", "500ms"}, &out, &errOut)
+	text := errOut.String()
+	if code != 2 || !strings.HasPrefix(text, "127.0.0.1:1: UNAVAILABLE: ") || !strings.Contains(text, "\n  retry 1 of 11 in ") ||
+		!strings.Contains(text, "\nerror: UNAVAILABLE: ") {
+		t.Fatalf("exit %d, stderr %q", code, text)
+	}
+}
