@@ -4,8 +4,10 @@ the same fixture submitted from Go and from Python giving equal profiles, and eq
 from __future__ import annotations
 
 import os
+import queue
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -143,3 +145,25 @@ def test_go_cli_says_what_failed(holistic_go, make_gateway):
     assert denied.returncode == 2 and denied.stderr.startswith("error: UNAUTHENTICATED: "), denied
     missing = run_go_cli(holistic_go, "profile", "ghost", target=gw.address)
     assert missing.returncode == 2 and missing.stderr.startswith("error: NOT_FOUND: "), missing
+
+
+def test_go_cli_watch_prints_a_profile_per_applied_batch(holistic_go, make_gateway, live_workers):
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
+    lines = list(read_predictions(FIXTURE))
+    with gw.client(TOKEN) as client:
+        client.submit_lines(lines[:10], model="go-watch")
+        wait_applied(client, "go-watch", 10)
+        env = dict(os.environ, HOLISTIC_TARGET=gw.address, HOLISTIC_TOKEN=TOKEN)
+        watch = subprocess.Popen([str(holistic_go), "watch", "go-watch", "--json"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+        seen: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [seen.put(line) for line in watch.stdout], daemon=True).start()  # type: ignore[union-attr]
+        try:
+            counts = [json_format.Parse(seen.get(timeout=60), pp.Profile()).counts.window_predictions]
+            client.submit_lines(lines[10:15], model="go-watch")
+            while counts[-1] != 15:
+                counts.append(json_format.Parse(seen.get(timeout=60), pp.Profile()).counts.window_predictions)
+        finally:
+            watch.terminate()
+            watch.wait(30)
+    assert counts[0] == 10 and counts[-1] == 15 and counts == sorted(counts), counts
