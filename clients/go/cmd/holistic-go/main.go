@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -72,6 +73,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "give up after this long, retries included (e.g. 30s; 0: no limit)")
 	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
 	positional, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		return 2
 	}
@@ -84,6 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		arg = positional[1]
 	}
 	w, err := holistic.Preset(*window)
+	if err == nil && *batchSize <= 0 {
+		err = fmt.Errorf("--batch-size must be at least 1, got %d", *batchSize)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2

@@ -9,7 +9,8 @@ import (
 )
 
 func TestUsageAndBadFlagsExitTwo(t *testing.T) {
-	for _, args := range [][]string{{}, {"profile"}, {"frobnicate", "x"}, {"profile", "m", "--window", "2h"}, {"--nope"}} {
+	for _, args := range [][]string{{}, {"profile"}, {"frobnicate", "x"}, {"profile", "m", "--window", "2h"}, {"--nope"},
+		{"submit", "f.jsonl", "--batch-size", "0"}} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != 2 || out.Len() != 0 || errOut.Len() == 0 {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
@@ -19,6 +20,10 @@ func TestUsageAndBadFlagsExitTwo(t *testing.T) {
 	run([]string{"profile", "m", "--window", "2h"}, &out, &errOut)
 	if !strings.Contains(errOut.String(), `unknown window "2h"`) {
 		t.Fatalf("stderr %q", errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "submit FILE") {
+		t.Fatalf("-h: exit %d, %q", code, errOut.String())
 	}
 }
 
