@@ -14,6 +14,7 @@ from google.protobuf import json_format
 
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.jsonl import read_predictions
+from tests.clients.batch_ids import MAPS, python_batch_ids
 from tests.clients.conftest import need_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +97,27 @@ def test_node_and_python_submissions_give_equal_profiles(node, make_gateway, liv
     assert shown.returncode == 0, shown.stderr
     read_by_node = json_format.Parse(shown.stdout, pp.Profile())
     assert comparable(read_by_node) == comparable(from_node)
+
+
+NODE_BATCH_IDS = """
+import { contentBatchId, HolisticClient } from "./src/index.js";
+const [path, model, size] = process.argv.slice(1);
+const client = new HolisticClient("127.0.0.1:1");  // the Node client's own batching; nothing is sent
+client.submit = async (predictions, { model }) => {
+  console.log([contentBatchId(model, predictions), predictions.length, predictions[0].model || model].join("\\t"));
+  return { acceptedCount: predictions.length, duplicate: false };
+};
+const report = await client.submitFile(path, { model, batchSize: Number(size) });
+client.close();
+if (report.rejected.length) throw new Error(JSON.stringify(report.rejected));
+"""
+
+
+def test_node_batch_ids_equal_pythons(node):
+    """The same batches get the same content-derived ids in Node and in Python, maps out of key order too."""
+    for path, batch_size in ((FIXTURE, 20), (MAPS, 2), (MAPS, 500)):
+        shown = subprocess.run([node, "--input-type=module", "-e", NODE_BATCH_IDS, str(path), "m", str(batch_size)],
+                               cwd=NODE_DIR, capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert shown.returncode == 0, shown.stderr
+        from_node = [tuple(row.split("\t")) for row in shown.stdout.splitlines()]
+        assert from_node == python_batch_ids(path, "m", batch_size), path

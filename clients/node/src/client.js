@@ -3,7 +3,8 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, ScalarType, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   GetProfileRequestSchema, ListModelsRequestSchema, SubmitPredictionsRequestSchema, WatchProfileRequestSchema,
@@ -23,9 +24,51 @@ export const WINDOWS = {
 };
 const PREDICTION_PATH = /^predictions\[(\d+)\]/;
 
-/** A batch id derived from the content: re-sending the same predictions is a no-op. */
+/** upb's order of string map keys: byte order, except that a key which prefixes another comes after it. */
+function upbKeyOrder(a, b) {
+  const x = Buffer.from(a), y = Buffer.from(b);
+  const n = Math.min(x.length, y.length);
+  return Buffer.compare(x.subarray(0, n), y.subarray(0, n)) || y.length - x.length;
+}
+
+/**
+ * A message encoded as Python's protobuf (upb) writes it with deterministic=True: fields in number order,
+ * map entries in upb's key order. protobuf-es writes a map in its object's key order (insertion order,
+ * integer-like keys first), so a batch with groups {b, a} would otherwise get another id than in Python.
+ */
+function deterministicBinary(schema, message) {
+  const w = new BinaryWriter();
+  for (const field of [...schema.fields].sort((a, b) => a.number - b.number)) {
+    const value = message[field.localName];
+    if (field.oneof) throw new Error(`deterministicBinary: oneof ${field.oneof.name} is not supported`);
+    if (field.fieldKind === "map") {
+      if (field.mapKey !== ScalarType.STRING || field.mapKind !== "scalar" || field.scalar !== ScalarType.STRING) {
+        throw new Error(`deterministicBinary: only map<string, string> is supported (${field.name})`);
+      }
+      for (const key of Object.keys(value).sort(upbKeyOrder)) {
+        w.tag(field.number, WireType.LengthDelimited).fork()
+          .tag(1, WireType.LengthDelimited).string(key).tag(2, WireType.LengthDelimited).string(value[key]).join();
+      }
+    } else if (field.fieldKind === "message" && value !== undefined) {
+      w.tag(field.number, WireType.LengthDelimited).bytes(deterministicBinary(field.message, value));
+    } else if (field.fieldKind === "list" && field.listKind === "message") {
+      for (const item of value) w.tag(field.number, WireType.LengthDelimited).bytes(deterministicBinary(field.message, item));
+    } else if (field.fieldKind !== "message") { // a scalar, an enum or a list of them, as protobuf-es writes it alone
+      const only = create(schema);
+      only[field.localName] = value;
+      w.raw(toBinary(schema, only));
+    }
+  }
+  return w.finish();
+}
+
+/**
+ * A batch id derived from the content: re-sending the same predictions is a no-op. The same batch gets
+ * the same id from the Python and Go clients: "c-" and 32 hex digits of the SHA-256 of
+ * SubmitPredictionsRequest{model, predictions} as Python serializes it with deterministic=True.
+ */
 export function contentBatchId(model, predictions) {
-  const body = toBinary(SubmitPredictionsRequestSchema, create(SubmitPredictionsRequestSchema, { model, predictions }));
+  const body = deterministicBinary(SubmitPredictionsRequestSchema, create(SubmitPredictionsRequestSchema, { model, predictions }));
   return "c-" + createHash("sha256").update(body).digest("hex").slice(0, 32);
 }
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromJson, toBinary } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../gen/google/rpc/status_pb.js";
@@ -49,6 +49,23 @@ const prediction = (id) => create(PredictionSchema, { id, scenario: "s", task: T
 function client(delays) {
   return new HolisticClient(target, { sleep: async (ms) => delays.push(ms), maxAttempts: 4 });
 }
+
+// The ids were computed by the Python client (holistic_client.client.content_batch_id), as the Go
+// client's test does: maps in other than key order (integer-like, non-ASCII and prefix keys), zero optionals.
+test("content batch ids equal the Python and Go clients' ids, maps included", () => {
+  const json = (text) => fromJson(PredictionSchema, JSON.parse(text));
+  const p1 = json(`{"id":"q1","scenario":"support_qa","task":"TASK_OPEN_QA","input":"Wie geht's? 🙂","output":"gut",
+    "references":["gut","sehr gut"],"confidence":0.75,"correct":true,"groups":{"region":"eu","dialect":"sae","gender":"female"},
+    "metadata":{"b":"2","a":"1"},"timing":{"latency":"0.840s","promptTokens":12},"producedAt":"2026-11-30T00:00:00.500Z",
+    "perturbation":{"name":"typos","family":"PERTURBATION_FAMILY_ROBUSTNESS","originalId":"q0"}}`);
+  const p2 = json(`{"id":"q2","scenario":"news","task":"TASK_SUMMARIZATION","output":"Rates rose.","source":"The bank raised rates.","confidence":0}`);
+  const keys = json(`{"id":"k","groups":{"é":"1","z":"2","10":"3","9":"4","～":"5","🙂":"6"}}`);
+  assert.equal(contentBatchId("m1", [p1, p2]), "c-31cc181924a98cd233b0b4e3ed032bc7");
+  assert.equal(contentBatchId("", [p2]), "c-9b1cf3978170cee18bb565a1915cf1fa");
+  assert.equal(contentBatchId("m", [keys]), "c-c5da5c0ebc2984a72374cf010a3cafd8");
+  const prefixes = json(`{"id":"k","groups":{"b":"1","ab":"2","a":"3","":"4","c":"5"},"metadata":{"age":"","age_group":"x"}}`);
+  assert.equal(contentBatchId("m", [prefixes]), "c-96e42fb7e8a0ff5ab3e1ab04ab98c017"); // upb: "ab" before "a", "" last
+});
 
 test("RESOURCE_EXHAUSTED is retried after exactly the server's RetryInfo delay, with the same batch id", async () => {
   const delays = [];

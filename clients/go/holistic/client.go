@@ -1,0 +1,211 @@
+// Package holistic is the Go client of the holistic gateway: batches with content-derived ids, retries
+// that honour the server's RetryInfo, profile reads and watches, and errors with their google.rpc
+// details decoded. Messages are the stubs generated from the repository's protos/ (package holisticv1).
+package holistic
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/holistic-eval/holistic/clients/go/gen/holistic/v1"
+)
+
+// DefaultTarget is where `holistic up` serves.
+const DefaultTarget = "127.0.0.1:50051"
+
+// DefaultMaxAttempts is how many times a unary call is tried when Options.MaxAttempts is 0.
+const DefaultMaxAttempts = 12
+
+// ErrStopWatch, returned by a WatchProfile callback, ends the watch without an error.
+var ErrStopWatch = errors.New("stop watching")
+
+// Options tune a Client; the zero value is plaintext, no token, 30 s per attempt, 12 attempts.
+type Options struct {
+	Token       string                           // sent as "authorization: Bearer <token>"
+	Timeout     time.Duration                    // per attempt of a unary call (30 s)
+	MaxAttempts int                              // attempts per unary call, the first included (12)
+	Credentials credentials.TransportCredentials // TLS; nil is plaintext
+	OnRetry     func(attempt int, delay time.Duration, err error)
+	Sleep       func(ctx context.Context, d time.Duration) error // waits between attempts (for tests)
+}
+
+// Client is a connection to the gateway. Close it when done.
+type Client struct {
+	Stub pb.EvaluationServiceClient // the raw stub, for calls the client does not wrap
+	conn *grpc.ClientConn
+	opts Options
+}
+
+// Dial connects to target (host:port) lazily: an unreachable gateway shows as retried UNAVAILABLE calls.
+func Dial(target string, opts Options) (*Client, error) {
+	transport := grpc.WithInsecure()
+	if opts.Credentials != nil {
+		transport = grpc.WithTransportCredentials(opts.Credentials)
+	}
+	conn, err := grpc.Dial(target, transport,
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return nil, err
+	}
+	c := New(conn, opts)
+	c.conn = conn
+	return c, nil
+}
+
+// New wraps an existing connection (Close does not close it).
+func New(conn grpc.ClientConnInterface, opts Options) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	return &Client{Stub: pb.NewEvaluationServiceClient(conn), opts: opts}
+}
+
+// Close closes the connection Dial made.
+func (c *Client) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Close()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// WithToken adds the bearer token to a context, for calls made through Stub.
+func (c *Client) WithToken(ctx context.Context) context.Context {
+	if c.opts.Token == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.opts.Token)
+}
+
+// retryDelay is RetryInfo's delay for RESOURCE_EXHAUSTED (none: not retryable, e.g. a message over the
+// size limit), exponential backoff with jitter for UNAVAILABLE and DEADLINE_EXCEEDED.
+func retryDelay(err error, attempt int) (time.Duration, bool) {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return RetryDelay(err)
+	case codes.Unavailable, codes.DeadlineExceeded:
+		backoff := 100 * time.Millisecond << uint(attempt-1)
+		if attempt > 8 || backoff > 10*time.Second {
+			backoff = 10 * time.Second
+		}
+		return time.Duration(float64(backoff) * (0.5 + rand.Float64()/2)), true
+	}
+	return 0, false
+}
+
+// call runs one unary attempt at a time with its own deadline until it succeeds, fails for good, runs
+// out of attempts or ctx ends.
+func (c *Client) call(ctx context.Context, attempt func(ctx context.Context) error) error {
+	for n := 1; ; n++ {
+		actx, cancel := context.WithTimeout(c.WithToken(ctx), c.opts.Timeout)
+		err := attempt(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		delay, retry := retryDelay(err, n)
+		if !retry || n >= c.opts.MaxAttempts || ctx.Err() != nil {
+			return FromError(err)
+		}
+		if c.opts.OnRetry != nil {
+			c.opts.OnRetry(n, delay, FromError(err))
+		}
+		if serr := c.opts.Sleep(ctx, delay); serr != nil {
+			return FromError(err)
+		}
+	}
+}
+
+// Submit sends one batch under its content-derived id; retried safely, since the same id and content is
+// idempotent (a repeat answers duplicate=true).
+func (c *Client) Submit(ctx context.Context, model string, predictions []*pb.Prediction) (*pb.SubmitPredictionsResponse, error) {
+	return c.SubmitBatch(ctx, &pb.SubmitPredictionsRequest{Model: model, Predictions: predictions})
+}
+
+// SubmitBatch sends a request as is; an empty BatchId is filled from the content first.
+func (c *Client) SubmitBatch(ctx context.Context, req *pb.SubmitPredictionsRequest) (*pb.SubmitPredictionsResponse, error) {
+	if req.BatchId == "" {
+		id, err := ContentBatchID(req.Model, req.Predictions)
+		if err != nil {
+			return nil, err
+		}
+		req.BatchId = id
+	}
+	var reply *pb.SubmitPredictionsResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		reply, err = c.Stub.SubmitPredictions(ctx, req)
+		return err
+	})
+	return reply, err
+}
+
+// GetProfile folds the model's statistics over the window into its profile.
+func (c *Client) GetProfile(ctx context.Context, model string, window Window) (*pb.Profile, error) {
+	var reply *pb.GetProfileResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		reply, err = c.Stub.GetProfile(ctx, window.getRequest(model))
+		return err
+	})
+	return reply.GetProfile(), err
+}
+
+// WatchProfile calls fn with the profile now, then with a fresh one each time a batch of the model is
+// applied, until fn returns an error (ErrStopWatch: stop without one), ctx ends or the server closes.
+func (c *Client) WatchProfile(ctx context.Context, model string, window Window, fn func(*pb.Profile) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.Stub.WatchProfile(c.WithToken(ctx), window.watchRequest(model))
+	if err != nil {
+		return FromError(err)
+	}
+	for {
+		reply, err := stream.Recv()
+		if err == io.EOF || (err != nil && (ctx.Err() != nil || status.Code(err) == codes.Canceled)) {
+			return nil
+		}
+		if err != nil {
+			return FromError(err)
+		}
+		if err := fn(reply.GetProfile()); err != nil {
+			if errors.Is(err, ErrStopWatch) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// ListModels lists the models the service has accepted predictions for.
+func (c *Client) ListModels(ctx context.Context) ([]*pb.ModelSummary, error) {
+	var reply *pb.ListModelsResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		reply, err = c.Stub.ListModels(ctx, &pb.ListModelsRequest{})
+		return err
+	})
+	return reply.GetModels(), err
+}

@@ -1,0 +1,127 @@
+package holistic
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/holistic-eval/holistic/clients/go/gen/holistic/v1"
+)
+
+// fakeGateway is an in-process EvaluationService whose answers each test scripts; it records requests.
+type fakeGateway struct {
+	pb.UnimplementedEvaluationServiceServer
+	token string
+
+	mu       sync.Mutex
+	submits  []*pb.SubmitPredictionsRequest
+	gets     []*pb.GetProfileRequest
+	onSubmit func(n int, req *pb.SubmitPredictionsRequest) (*pb.SubmitPredictionsResponse, error)
+	onGet    func(req *pb.GetProfileRequest) (*pb.GetProfileResponse, error)
+	onWatch  func(req *pb.WatchProfileRequest, stream pb.EvaluationService_WatchProfileServer) error
+	models   []*pb.ModelSummary
+}
+
+func (f *fakeGateway) authorize(ctx context.Context) error {
+	if f.token == "" {
+		return nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer "+f.token {
+		return status.Error(codes.Unauthenticated, "missing or unknown bearer token")
+	}
+	return nil
+}
+
+func (f *fakeGateway) SubmitPredictions(ctx context.Context, req *pb.SubmitPredictionsRequest) (*pb.SubmitPredictionsResponse, error) {
+	if err := f.authorize(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.submits = append(f.submits, req)
+	n := len(f.submits)
+	f.mu.Unlock()
+	if f.onSubmit != nil {
+		return f.onSubmit(n, req)
+	}
+	return &pb.SubmitPredictionsResponse{BatchId: req.BatchId, Model: req.Model, AcceptedCount: uint32(len(req.Predictions))}, nil
+}
+
+func (f *fakeGateway) GetProfile(ctx context.Context, req *pb.GetProfileRequest) (*pb.GetProfileResponse, error) {
+	if err := f.authorize(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.gets = append(f.gets, req)
+	f.mu.Unlock()
+	return f.onGet(req)
+}
+
+func (f *fakeGateway) WatchProfile(req *pb.WatchProfileRequest, stream pb.EvaluationService_WatchProfileServer) error {
+	if err := f.authorize(stream.Context()); err != nil {
+		return err
+	}
+	return f.onWatch(req, stream)
+}
+
+func (f *fakeGateway) ListModels(ctx context.Context, _ *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
+	if err := f.authorize(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.ListModelsResponse{Models: f.models}, nil
+}
+
+func (f *fakeGateway) submitted() []*pb.SubmitPredictionsRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*pb.SubmitPredictionsRequest(nil), f.submits...)
+}
+
+// serve starts the fake on a free local port and returns its address; both stop with the test.
+func serve(t *testing.T, f *fakeGateway) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	pb.RegisterEvaluationServiceServer(srv, f)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+// sleeps records the client's waits instead of sleeping.
+type sleeps struct {
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func (s *sleeps) sleep(_ context.Context, d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delays = append(s.delays, d)
+	return nil
+}
+
+// dial connects a client to the fake with its waits recorded.
+func dial(t *testing.T, addr string, opts Options) (*Client, *sleeps) {
+	t.Helper()
+	s := &sleeps{}
+	if opts.Sleep == nil {
+		opts.Sleep = s.sleep
+	}
+	c, err := Dial(addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, s
+}
