@@ -58,6 +58,67 @@ def test_same_content_with_map_fields_in_another_order_is_a_duplicate(client):
     assert client.submit([b], batch_id="b-1", model="m1").duplicate
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _reordered(message) -> bytes:
+    """The message's wire bytes built by hand: its fields last-to-first and each map's entries in
+    reverse order (a Go client's encoding may differ from Python's this way on every retry)."""
+    parts: list[bytes] = []
+    for field, value in message.ListFields():
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            for key in reversed(sorted(value)):
+                single = type(message)()
+                getattr(single, field.name)[key] = value[key]
+                parts.append(single.SerializeToString())
+        elif field.message_type is not None and field.is_repeated:
+            for item in value:
+                body = _reordered(item)
+                parts.append(_varint(field.number << 3 | 2) + _varint(len(body)) + body)
+        else:
+            single = type(message)()
+            if field.is_repeated:
+                getattr(single, field.name).extend(value)
+            elif field.message_type is not None:
+                getattr(single, field.name).CopyFrom(value)
+            else:
+                setattr(single, field.name, value)
+            parts.append(single.SerializeToString())
+    return b"".join(reversed(parts))
+
+
+def test_a_retry_whose_wire_bytes_differ_only_in_field_and_map_order_is_a_duplicate(gateway, r):
+    """batch_id idempotency compares the deterministic serialization, not the bytes received."""
+    preds = batch(3, latency_s=0.5)
+    for p in preds:
+        p.groups.update({"dialect": "aae", "gender": "female", "age": "old"})
+        p.metadata.update({"a": "1", "b": "2"})
+    request = es.SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=preds)
+    first_bytes = request.SerializeToString(deterministic=True)
+    retry_bytes = _reordered(request)
+    assert retry_bytes != first_bytes and es.SubmitPredictionsRequest.FromString(retry_bytes) == request
+    with grpc.insecure_channel(gateway.address) as channel:
+        call = channel.unary_unary(
+            "/holistic.v1.EvaluationService/SubmitPredictions",
+            response_deserializer=es.SubmitPredictionsResponse.FromString,
+        )
+        first = call(first_bytes, timeout=10)
+        again = call(retry_bytes, timeout=10)
+        assert (again.duplicate, again.sequence, again.accepted_count) == (True, first.sequence, 3)
+        assert not first.duplicate
+        other = es.SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=preds[:2])
+        with pytest.raises(grpc.RpcError) as exc:  # other content under the same id is still refused
+            call(_reordered(other), timeout=10)
+        assert exc.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert r.xlen(KEYS.stream) == 1
+
+
 def test_same_batch_id_other_content_is_already_exists(client, r):
     client.submit(batch(2), batch_id="b-1", model="m1")
     with pytest.raises(ClientError) as exc:

@@ -31,6 +31,14 @@ def add_batch(r, model: str, seq: int, n: int = 2, families=("accuracy", "effici
     return r.xadd(KEYS.stream, fields).decode()
 
 
+def wait_idle(q: WorkQueue, group: str, idle_ms: int, n: int) -> None:
+    """Until n entries of the group have been pending for idle_ms (what recovery looks for)."""
+    deadline = time.monotonic() + 10
+    while len(q.idle_pending(group, idle_ms)) < n:
+        assert time.monotonic() < deadline, "entries never became idle"
+        time.sleep(0.01)
+
+
 def applied_count(r, model: str, family: str) -> int:
     return int(Folded.from_hashes([r.hgetall(KEYS.stats(model, family, "all"))]).num("mmlu|n"))
 
@@ -97,7 +105,7 @@ def test_a_dead_consumers_entries_are_claimed_and_counted_once(r, make_settings,
     survivor = make_worker("accuracy", s)
     drain(survivor)
     assert applied_count(r, "m", "accuracy") == 6  # the 2 unclaimed-yet entries are still pending
-    time.sleep(0.06)
+    wait_idle(survivor.queue, "accuracy", 50, 2)
     assert survivor.recover() == 2
     assert applied_count(r, "m", "accuracy") == 12
     assert survivor.counters.claimed == 2
@@ -113,7 +121,7 @@ def test_applied_but_not_acked_is_skipped_on_redelivery(r, make_settings, make_w
     item = w._compute(w.queue, entries[0][0], e)
     keys, args = w._apply_args(item)
     assert w.queue.scripts.apply(keys=keys, args=args) == 1  # applied, then the worker dies before XACK
-    time.sleep(0.06)
+    wait_idle(w.queue, "accuracy", 50, 1)
     w2 = make_worker("accuracy", s)
     w2.recover()
     assert w2.counters.skipped == 1 and w2.counters.applied == 0
