@@ -68,19 +68,22 @@ def _varint(n: int) -> bytes:
 
 
 def _reordered(message) -> bytes:
-    """The message's wire bytes built by hand: its fields last-to-first and each map's entries in
-    reverse order (a Go client's encoding may differ from Python's this way on every retry)."""
-    parts: list[bytes] = []
+    """The message's wire bytes built by hand: its fields last-to-first (a repeated field's items
+    keep their order) and each map's entries in reverse order, recursively; a Go client's encoding
+    may differ from Python's this way on every retry."""
+    chunks: list[bytes] = []
     for field, value in message.ListFields():
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            chunk = b""
             for key in reversed(sorted(value)):
                 single = type(message)()
                 getattr(single, field.name)[key] = value[key]
-                parts.append(single.SerializeToString())
+                chunk += single.SerializeToString()
         elif field.message_type is not None and field.is_repeated:
+            chunk = b""
             for item in value:
                 body = _reordered(item)
-                parts.append(_varint(field.number << 3 | 2) + _varint(len(body)) + body)
+                chunk += _varint(field.number << 3 | 2) + _varint(len(body)) + body
         else:
             single = type(message)()
             if field.is_repeated:
@@ -89,8 +92,9 @@ def _reordered(message) -> bytes:
                 getattr(single, field.name).CopyFrom(value)
             else:
                 setattr(single, field.name, value)
-            parts.append(single.SerializeToString())
-    return b"".join(reversed(parts))
+            chunk = single.SerializeToString()
+        chunks.append(chunk)
+    return b"".join(reversed(chunks))
 
 
 def test_a_retry_whose_wire_bytes_differ_only_in_field_and_map_order_is_a_duplicate(gateway, r):

@@ -207,3 +207,18 @@ def test_zero_and_one_are_valid_edges_of_every_probability(field, value):
             validate(request, load_settings(), time.time())
         found = {v.field: v.description for v in exc.value.violations}
         assert "[0, 1]" in found[path], found
+
+
+@pytest.mark.parametrize("edge", [0.0, 1.0])
+def test_a_bad_sum_is_refused_with_edge_probabilities(edge):
+    """An edge value takes the same path as any valid one: the sum is still checked."""
+    p = prediction("p0")
+    p.choice_probabilities.add(choice="A", probability=edge)
+    p.choice_probabilities.add(choice="B", probability=0.25)
+    request = SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=[p])
+    with pytest.raises(InvalidArgument) as exc:
+        validate(request, load_settings(), time.time())
+    found = {v.field: v.description for v in exc.value.violations}
+    assert set(found) == {"predictions[0].choice_probabilities"} and "sum to 1" in found[
+        "predictions[0].choice_probabilities"
+    ], found
