@@ -79,6 +79,11 @@ MUTANTS = [
            VALIDATION_TESTS, "a confidence of exactly 1 is refused"),
     Mutant("choice-excludes-zero", "gateway/validation.py", "not (0.0 <= prob <= 1.0)", "not (0.0 < prob <= 1.0)",
            VALIDATION_TESTS, "a choice probability of exactly 0 is refused"),
+    Mutant("apply-denied-at-maxmemory", "holistic/lua/apply.lua", "#!lua flags=allow-oom\n", "",
+           ["tests/gateway/test_memory_limit.py"], "workers cannot apply at maxmemory, so memory never frees"),
+    Mutant("maxmemory-is-internal", "gateway/ingest.py", "except redis.exceptions.OutOfMemoryError as exc:",
+           "except LookupError as exc:", ["tests/gateway/test_memory_limit.py"],
+           "a full Redis answers INTERNAL, without RetryInfo"),
 ]  # fmt: skip
 
 
