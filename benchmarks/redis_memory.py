@@ -22,8 +22,8 @@ import redis
 
 from benchmarks._common import private_redis, processes
 from holistic.keys import Keys
-from holistic_client import Client
 from holistic.v1.prediction_pb2 import TASK_FREE_GENERATION, Prediction
+from holistic_client import Client
 
 MB = 1 << 20
 

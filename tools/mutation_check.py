@@ -28,6 +28,7 @@ WORKQUEUE_TESTS = ["tests/holistic/test_workqueue.py"]
 DONE_BIT_TESTS = ["tests/metric_services/test_done_bit.py", *WORKQUEUE_TESTS]
 SUBMIT_TESTS = ["tests/gateway/test_submit.py"]
 VALIDATION_TESTS = ["tests/gateway/test_validation.py"]
+KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
 
 
 @dataclass(frozen=True)
@@ -68,11 +69,11 @@ MUTANTS = [
            "local id = redis.call('XADD', KEYS[2], '*', unpack(out))", ["tests/holistic/test_dlq_cli.py",
            *WORKQUEUE_TESTS], "a replayed dead letter stays and can be replayed again"),
     Mutant("claim-acks-unapplied", "metric_services/runner.py", "            self.process([(entry_id, fields)], queue)",
-           "            queue.ack(self.group, [entry_id])", WORKQUEUE_TESTS,
+           "            queue.ack(self.group, [entry_id])", [*WORKQUEUE_TESTS, KILL_TEST],
            "a claimed entry is acknowledged without being applied"),
     Mutant("deliveries-never-dead-letter", "metric_services/runner.py",
            "if p.deliveries >= self.settings.max_deliveries:", "if False:",
-           ["tests/metric_services/test_kill_while_behind.py"], "a batch that kills every consumer is retried forever"),
+           [KILL_TEST], "a batch that kills every consumer is retried forever"),
     Mutant("trim-past-pending", "holistic/workqueue.py", 'needed = _s(summary["min"])', 'needed = _s(summary["max"])',
            WORKQUEUE_TESTS, "the janitor trims entries a group still has pending"),
     Mutant("confidence-excludes-one", "gateway/validation.py", "if not (0.0 <= c <= 1.0):", "if not (0.0 <= c < 1.0):",
@@ -96,7 +97,9 @@ def run(m: Mutant, python: str, timeout_s: float) -> tuple[str, float, str]:
         if text.count(m.old) != 1:
             return "broken", 0.0, f"the edit matches {text.count(m.old)} times in {m.path}"
         target.write_text(text.replace(m.old, m.new))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(copy / p) for p in (".", "clients/python", "clients/web")))
+        env = dict(
+            os.environ, PYTHONPATH=os.pathsep.join(str(copy / p) for p in (".", "clients/python", "clients/web"))
+        )
         started = time.monotonic()
         try:
             done = subprocess.run([python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests], cwd=copy,

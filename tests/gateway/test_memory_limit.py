@@ -62,7 +62,9 @@ def test_at_maxmemory_submits_are_refused_workers_drain_and_submits_resume(small
         assert "maxmemory" in refused.details()
         retry = next(d for d in details(refused) if isinstance(d, error_details_pb2.RetryInfo))
         assert retry.retry_delay.seconds + retry.retry_delay.nanos / 1e9 > 0
-        assert len(accepted) >= 5 and r.info("memory")["used_memory"] > int(r.config_get("maxmemory")["maxmemory"]) * 0.9
+        assert (
+            len(accepted) >= 5 and r.info("memory")["used_memory"] > int(r.config_get("maxmemory")["maxmemory"]) * 0.9
+        )
 
         # nothing accepted is lost: every answered batch is on the stream, counted, under its sequence
         entries = {int(fields[b"s"]) for _, fields in r.xrange(KEYS.stream)}

@@ -219,6 +219,7 @@ def test_a_bad_sum_is_refused_with_edge_probabilities(edge):
     with pytest.raises(InvalidArgument) as exc:
         validate(request, load_settings(), time.time())
     found = {v.field: v.description for v in exc.value.violations}
-    assert set(found) == {"predictions[0].choice_probabilities"} and "sum to 1" in found[
-        "predictions[0].choice_probabilities"
-    ], found
+    assert (
+        set(found) == {"predictions[0].choice_probabilities"}
+        and "sum to 1" in found["predictions[0].choice_probabilities"]
+    ), found

@@ -146,8 +146,10 @@ def test_workers_killed_while_thousands_behind_count_everything_once(make_gatewa
         dead = WorkQueue(r, KEYS)
         with gw.client() as client:
             wait_until(
-                lambda: counts(client, model) == dict.fromkeys(FAMILIES, total - sizes[POISON])
-                and len(dead.dead_letters()) == len(FAMILIES),
+                lambda: (
+                    counts(client, model) == dict.fromkeys(FAMILIES, total - sizes[POISON])
+                    and len(dead.dead_letters()) == len(FAMILIES)
+                ),
                 f"backlog not drained: {counts(client, model)}, {len(dead.dead_letters())} dead letters",
                 120,
                 fleet.respawn_dead,
