@@ -7,6 +7,7 @@ import pytest
 
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.scripts import Scripts
 from holistic.settings import KNOWN_FAMILIES
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
@@ -144,8 +145,6 @@ def test_model_may_come_from_the_predictions(client):
 
 def test_reserved_but_not_queued_batch_is_re_added_with_same_sequence(client, r, gateway):
     """A gateway crash between reserving and XADD: the retry writes the batch with its sequence."""
-    from holistic.scripts import Scripts
-
     request = es.SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=batch(2))
     import hashlib
 
@@ -208,3 +207,15 @@ def test_deadline_too_short_is_refused(gateway):
         with pytest.raises(grpc.RpcError) as exc:
             stub.SubmitPredictions(request, timeout=0.001)
     assert exc.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_mark_queued_counts_a_batch_once(client, r):
+    """The script itself refuses to count twice (the gateway's own state check masks it otherwise:
+    two retries of a reserved batch can both reach it)."""
+    from holistic.scripts import Scripts
+
+    client.submit(batch(3), batch_id="b-1", model="m1")
+    keys = [KEYS.ingest("m1", "b-1"), KEYS.meta("m1"), KEYS.models()]
+    assert Scripts(r).mark_queued(keys=keys, args=["m1"]) == 0
+    meta = r.hgetall(KEYS.meta("m1"))
+    assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"
