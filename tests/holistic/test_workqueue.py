@@ -64,6 +64,21 @@ def test_maxlen_would_drop_undelivered_entries_and_the_janitor_does_not(r):
     assert len(q.read("accuracy", "c1", 100, 1)) == 7  # nothing undelivered was lost
 
 
+def test_the_trim_floor_is_a_groups_oldest_pending_entry_not_its_newest(r):
+    """A group with several entries pending (a crashed consumer's read) keeps the oldest of them."""
+    q = WorkQueue(r, KEYS)
+    ids = [add_batch(r, "m", s) for s in range(1, 7)]
+    q.read("accuracy", "crashed", 4, 1)
+    q.ack("accuracy", [ids[1], ids[2]])  # ids[0] and ids[3] stay pending
+    q.read("efficiency", "c", 6, 1)
+    q.ack("efficiency", ids)
+    assert q.trim_floor() == ids[0]
+    assert q.trim() == 0 and r.xlen(KEYS.stream) == 6
+    q.ack("accuracy", [ids[0]])
+    assert q.trim_floor() == ids[3] and q.trim() == 3
+    assert [e[0].decode() for e in r.xrange(KEYS.stream)] == ids[3:]
+
+
 def test_trim_after_everything_is_acked(r, settings, make_worker):
     for s in range(1, 6):
         add_batch(r, "m", s)

@@ -123,3 +123,71 @@ def test_two_replicas_racing_on_one_entry_merge_it_once(r, make_worker, family):
     assert stats_of(r, "raced", family) == expected
     assert r.xlen(KEYS.updates("raced")) == 1
     assert r.xpending(KEYS.stream, family)["pending"] == 0
+
+
+def robust_as(pid: str, original: str, output: str, name: str) -> pb.Prediction:
+    p = robust(pid, original, output)
+    p.perturbation.name = name
+    return p
+
+
+RACES = {
+    # both replicas find the instance absent ('!' conditions)
+    "absent": ([], [prediction("q1", output="Paris")], [robust("q1-typo", "q1", "Rome")]),
+    # both find the same stored state ('=' conditions)
+    "present": (
+        [prediction("q1", output="Paris")],
+        [robust_as("q1-typo", "q1", "Rome", "typos")],
+        [robust_as("q1-caps", "q1", "Lyon", "casing")],
+    ),
+}
+
+
+@pytest.mark.parametrize("race", sorted(RACES))
+def test_two_replicas_joining_one_instance_from_different_batches_read_again_on_conflict(r, make_worker, race):
+    """Two batches touch one instance (an original and its variant, or two variants); two replicas
+    each read the instance's state before either applies. apply.lua's '!' and '=' conditions make the
+    second write nothing and read again, so the statistics are those of one replica applying in turn."""
+    before, one, other = RACES[race]
+
+    def submit(model: str, seq: int, preds: list[pb.Prediction]) -> None:
+        WorkQueue(r, KEYS).ensure_group("robustness")
+        request = SubmitPredictionsRequest(batch_id=f"{model}-{seq}", model=model, predictions=preds)
+        header = BatchEnvelope(batch_id=request.batch_id, model=model, sequence=seq, families=["robustness"])
+        header.accept_time.GetCurrentTime()
+        r.xadd(KEYS.stream, envelope.fields_for(model, seq, request.SerializeToString(), header))
+
+    solo = make_worker("robustness")
+    batches = [b for b in (before, one, other) if b]
+    for seq, preds in enumerate(batches, 1):
+        submit("alone", seq, preds)
+    solo.process(solo.queue.read("robustness", solo.consumer, len(batches), 1))
+    expected = stats_of(r, "alone", "robustness")
+
+    if before:
+        submit("raced", 0, before)
+        solo.process(solo.queue.read("robustness", solo.consumer, 1, 1))
+    a, b = make_worker("robustness"), make_worker("robustness")
+    barrier = threading.Barrier(2)
+    for w in (a, b):  # the first plan of each waits until both have read the state
+        plan, waited = w.instances.plan, []
+
+        def held(*args, _plan=plan, _waited=waited, **kwargs):
+            out = _plan(*args, **kwargs)
+            if not _waited:
+                _waited.append(True)
+                barrier.wait(timeout=30)
+            return out
+
+        w.instances.plan = held
+    submit("raced", 1, one)
+    submit("raced", 2, other)
+    first = a.queue.read("robustness", a.consumer, 1, 1)
+    second = b.queue.read("robustness", b.consumer, 1, 1)
+    threads = [threading.Thread(target=w.process, args=(e,)) for w, e in ((a, first), (b, second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert a.counters.applied == b.counters.applied == 1
+    assert stats_of(r, "raced", "robustness") == expected
