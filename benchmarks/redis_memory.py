@@ -16,6 +16,7 @@ import random
 import string
 import subprocess
 import sys
+import threading
 import time
 
 import redis
@@ -23,6 +24,7 @@ import redis
 from benchmarks._common import private_redis, processes
 from holistic.keys import Keys
 from holistic.v1.prediction_pb2 import TASK_FREE_GENERATION, Prediction
+from holistic.workqueue import WorkQueue
 from holistic_client import Client
 
 MB = 1 << 20
@@ -44,6 +46,7 @@ def main() -> None:
     ap.add_argument("--outputs", type=int, default=60)
     ap.add_argument("--size", type=int, default=MB - 4096)
     ap.add_argument("--readers", type=int, default=0, help="raw XREAD clients that read the entry and stall")
+    ap.add_argument("--workers", default="", help="families whose workers run (e.g. accuracy,efficiency): peak memory")
     a = ap.parse_args()
     rng = random.Random(1)
     text = "".join(rng.choices(string.ascii_letters + " ", k=a.size))
@@ -51,15 +54,37 @@ def main() -> None:
              for i in range(a.outputs)]  # fmt: skip
     with private_redis(persist=True) as url:
         r = redis.Redis.from_url(url)
-        env = {"HOLISTIC_FAMILIES": "accuracy", "HOLISTIC_MAX_MESSAGE_BYTES": str(128 * MB)}
-        with processes(url, ["gateway"], env=env) as address:
+        families = a.workers or "accuracy"
+        env = {"HOLISTIC_FAMILIES": families, "HOLISTIC_MAX_MESSAGE_BYTES": str(128 * MB)}
+        workers = [["worker", f] for f in a.workers.split(",") if f]
+        with processes(url, ["gateway"], *workers, env=env) as address:
             with Client(address, None) as c:
                 c.submit(preds[:1], model="warm", batch_id="warm")
+                time.sleep(2 if workers else 0)  # the workers have applied the warm-up batch
                 base = memory(r)
+                peak = [0]
+                done = threading.Event()
+
+                def sample() -> None:
+                    while not done.is_set():
+                        peak[0] = max(peak[0], int(r.info("memory")["used_memory"]))
+                        time.sleep(0.01)
+
+                sampler = threading.Thread(target=sample, daemon=True)
+                sampler.start()
                 reply = c.submit(preds, model="big", batch_id="big-1")
                 accepted = sum(len(p.SerializeToString()) for p in preds)
                 after = memory(r)
             show("right after the answer", after, base)
+            if workers:
+                deadline = time.monotonic() + 60
+                while any(WorkQueue(r, Keys()).backlog().values()) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                done.set()
+                sampler.join()
+                print(f"peak used_memory while {len(workers)} workers read it: "
+                      f"+{(peak[0] - base['used_memory']) / MB:.1f} MB", flush=True)  # fmt: skip
+            done.set()
             stream = Keys().stream
             entry = r.memory_usage(stream, samples=0) or 0
             print(f"accepted {reply.accepted_count} predictions, {accepted / MB:.1f} MB of protobuf; "
