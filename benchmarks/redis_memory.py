@@ -60,7 +60,8 @@ def main() -> None:
         with processes(url, ["gateway"], *workers, env=env) as address:
             with Client(address, None) as c:
                 c.submit(preds[:1], model="warm", batch_id="warm")
-                time.sleep(2 if workers else 0)  # the workers have applied the warm-up batch
+                while workers and any(WorkQueue(r, Keys()).backlog().values()):  # workers applied the warm-up
+                    time.sleep(0.05)
                 base = memory(r)
                 peak = [0]
                 done = threading.Event()
