@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import redis.asyncio as aioredis
+import redis.exceptions
 from google.protobuf.message import DecodeError
 
 from gateway.backlog import BacklogMonitor
@@ -22,7 +23,7 @@ from gateway.durability import AofBarrier
 from gateway.quota import Quotas
 from gateway.validation import validate
 from holistic import envelope
-from holistic.errors import AlreadyExists, FieldViolation, InvalidArgument, Unavailable
+from holistic.errors import AlreadyExists, Backpressure, FieldViolation, InvalidArgument, Unavailable
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.redis_conn import RETRYABLE
@@ -50,6 +51,9 @@ def group_tags(request: SubmitPredictionsRequest) -> dict[str, dict[str, int]]:
             for key, value in p.groups.items():
                 tags.setdefault(key, {}).setdefault(value, i)
     return tags
+
+
+MEMORY_RETRY_S = 2.0  # Redis full: workers apply and the janitor trims; memory frees within seconds
 
 
 class Ingestor:
@@ -88,14 +92,34 @@ class Ingestor:
                 "no metric family is deployed: start a worker (`holistic worker <family>`) or create the "
                 "families' consumer groups (`holistic families add <family>`) before submitting"
             )
+        try:
+            return await self._submit(raw, request, model, public, tenant, traceparent, now, families)
+        except redis.exceptions.OutOfMemoryError as exc:  # maxmemory (noeviction): nothing of this batch counted
+            raise Backpressure(
+                retry_after_s=MEMORY_RETRY_S,
+                subject="redis-maxmemory",
+                description="Redis is at its maxmemory; batches are accepted again once workers catch up",
+                message=f"storage is full (Redis maxmemory); retry after {MEMORY_RETRY_S:g} s: {exc}",
+            ) from exc
+
+    async def _submit(
+        self,
+        raw: bytes,
+        request: SubmitPredictionsRequest,
+        model: str,
+        public: str,
+        tenant: str,
+        traceparent: str,
+        now: float,
+        families: tuple[str, ...],
+    ) -> SubmitPredictionsResponse:
         n = len(request.predictions)
         await self.quotas.admit(tenant, n)
         await self._register_groups(model, request)
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
         if self.barrier is None:
-            return (await self._store(self.r, request, raw, model, public, tenant, traceparent, digest, now, families))[
-                0
-            ]
+            stored = await self._store(self.r, request, raw, model, public, tenant, traceparent, digest, now, families)
+            return stored[0]
         for attempt in range(2):  # a connection that died with an earlier Redis is replaced once
             try:
                 async with self.pinned.client() as c:

@@ -65,6 +65,10 @@ class WorkQueue:
         except redis.ResponseError as exc:
             if "BUSYGROUP" in str(exc):
                 return False
+            # at maxmemory Redis refuses XGROUP CREATE before it looks for the group: a worker or the
+            # janitor starting then must still find its existing group (the janitor's trim frees memory)
+            if isinstance(exc, redis.exceptions.OutOfMemoryError) and any(g["name"] == group for g in self.groups()):
+                return False
             raise
 
     def groups(self) -> list[dict[str, object]]:

@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: at maxmemory the gateway refuses new batches, but what was accepted must still be applied
+-- (and acknowledged) so the janitor can trim the stream and free memory.
 -- Merge one batch's partial statistics for one family, once per (model, family, seq).
 -- KEYS[1] done bitmap   KEYS[2] updates stream   KEYS[3] the work stream, when ARGV[5] is not ''
 -- then the statistics (and instance-state) hashes

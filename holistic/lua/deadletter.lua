@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: moving an accepted entry aside must work at maxmemory too (workers keep draining).
 -- Move one pending entry to the dead-letter stream, atomically and only once.
 -- KEYS[1] work stream   KEYS[2] dead-letter stream (same hash tag)
 -- ARGV[1] group   ARGV[2] entry id   ARGV[3] deliveries   ARGV[4] reason

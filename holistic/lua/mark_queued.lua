@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: the batch is already on the stream; counting it must not fail at maxmemory.
 -- After the batch is on the work stream: mark it queued and count it, exactly once.
 -- KEYS[1] ingest hash   KEYS[2] model meta hash   KEYS[3] (one Redis only) the tenant's model set
 -- ARGV[1] the public model name, added to KEYS[3]. A cluster keeps KEYS[3] in another slot, so

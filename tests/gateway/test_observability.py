@@ -98,7 +98,10 @@ def test_accepted_batches_are_logged_with_their_trace_context(make_gateway, capl
         )
         generated = dict(call.trailing_metadata())["traceparent"]
     assert generated.startswith("00-") and generated != TRACEPARENT and len(generated) == 55
-    time.sleep(0.1)
+    deadline = time.monotonic() + 10
+    while not any(getattr(rec, "batch_id", "") == "traced" for rec in caplog.records):
+        assert time.monotonic() < deadline, "the accepted batch was not logged"
+        time.sleep(0.01)
     traced = [rec for rec in caplog.records if getattr(rec, "batch_id", "") == "traced"]
     assert traced and traced[0].traceparent == TRACEPARENT and traced[0].model == "m" and traced[0].predictions == 2
     import redis as redis_mod

@@ -8,6 +8,7 @@ import pytest
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.registry import installed
+from holistic.scripts import Scripts
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_client import ClientError
@@ -58,6 +59,71 @@ def test_same_content_with_map_fields_in_another_order_is_a_duplicate(client):
     assert client.submit([b], batch_id="b-1", model="m1").duplicate
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _reordered(message) -> bytes:
+    """The message's wire bytes built by hand: its fields last-to-first (a repeated field's items
+    keep their order) and each map's entries in reverse order, recursively; a Go client's encoding
+    may differ from Python's this way on every retry."""
+    chunks: list[bytes] = []
+    for field, value in message.ListFields():
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            chunk = b""
+            for key in reversed(sorted(value)):
+                single = type(message)()
+                getattr(single, field.name)[key] = value[key]
+                chunk += single.SerializeToString()
+        elif field.message_type is not None and field.is_repeated:
+            chunk = b""
+            for item in value:
+                body = _reordered(item)
+                chunk += _varint(field.number << 3 | 2) + _varint(len(body)) + body
+        else:
+            single = type(message)()
+            if field.is_repeated:
+                getattr(single, field.name).extend(value)
+            elif field.message_type is not None:
+                getattr(single, field.name).CopyFrom(value)
+            else:
+                setattr(single, field.name, value)
+            chunk = single.SerializeToString()
+        chunks.append(chunk)
+    return b"".join(reversed(chunks))
+
+
+def test_a_retry_whose_wire_bytes_differ_only_in_field_and_map_order_is_a_duplicate(gateway, r):
+    """batch_id idempotency compares the deterministic serialization, not the bytes received."""
+    preds = batch(3, latency_s=0.5)
+    for p in preds:
+        p.groups.update({"dialect": "aae", "gender": "female", "age": "old"})
+        p.metadata.update({"a": "1", "b": "2"})
+    request = es.SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=preds)
+    first_bytes = request.SerializeToString(deterministic=True)
+    retry_bytes = _reordered(request)
+    assert retry_bytes != first_bytes and es.SubmitPredictionsRequest.FromString(retry_bytes) == request
+    with grpc.insecure_channel(gateway.address) as channel:
+        call = channel.unary_unary(
+            "/holistic.v1.EvaluationService/SubmitPredictions",
+            response_deserializer=es.SubmitPredictionsResponse.FromString,
+        )
+        first = call(first_bytes, timeout=10)
+        again = call(retry_bytes, timeout=10)
+        assert (again.duplicate, again.sequence, again.accepted_count) == (True, first.sequence, 3)
+        assert not first.duplicate
+        other = es.SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=preds[:2])
+        with pytest.raises(grpc.RpcError) as exc:  # other content under the same id is still refused
+            call(_reordered(other), timeout=10)
+        assert exc.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert r.xlen(KEYS.stream) == 1
+
+
 def test_same_batch_id_other_content_is_already_exists(client, r):
     client.submit(batch(2), batch_id="b-1", model="m1")
     with pytest.raises(ClientError) as exc:
@@ -79,8 +145,6 @@ def test_model_may_come_from_the_predictions(client):
 
 def test_reserved_but_not_queued_batch_is_re_added_with_same_sequence(client, r, gateway):
     """A gateway crash between reserving and XADD: the retry writes the batch with its sequence."""
-    from holistic.scripts import Scripts
-
     request = es.SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=batch(2))
     import hashlib
 
@@ -143,3 +207,15 @@ def test_deadline_too_short_is_refused(gateway):
         with pytest.raises(grpc.RpcError) as exc:
             stub.SubmitPredictions(request, timeout=0.001)
     assert exc.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_mark_queued_counts_a_batch_once(client, r):
+    """The script itself refuses to count twice (the gateway's own state check masks it otherwise:
+    two retries of a reserved batch can both reach it)."""
+    from holistic.scripts import Scripts
+
+    client.submit(batch(3), batch_id="b-1", model="m1")
+    keys = [KEYS.ingest("m1", "b-1"), KEYS.meta("m1"), KEYS.models()]
+    assert Scripts(r).mark_queued(keys=keys, args=["m1"]) == 0
+    meta = r.hgetall(KEYS.meta("m1"))
+    assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"

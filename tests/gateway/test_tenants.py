@@ -65,13 +65,17 @@ def test_tokens_rotate_without_restart(make_gateway, tmp_path):
         assert exc.value.code == grpc.StatusCode.UNAUTHENTICATED
 
 
-def test_a_broken_tokens_file_keeps_the_tokens_before(make_gateway, tmp_path):
+def test_a_broken_tokens_file_keeps_the_tokens_before(make_gateway, tmp_path, caplog):
     path = tmp_path / "tokens"
     path.write_text(f"team-a:sha256:{hash_token(A)}\n")
     gw = make_gateway(tokens_file=path)
     path.write_text("team-a:sha256:not-hex\n")
-    time.sleep(1.2)
+    deadline = time.monotonic() + 10
     with gw.client(A) as a:
+        while not any("is invalid; keeping" in rec.getMessage() for rec in caplog.records):
+            a.list_models()  # accepted before and after the gateway reads the broken file
+            assert time.monotonic() < deadline, "the broken tokens file was never read"
+            time.sleep(0.1)
         a.list_models()  # still accepted
 
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+import time
 
 import grpc
 import pytest
 
+from gateway.validation import validate
+from holistic.errors import InvalidArgument
 from holistic.keys import Keys
+from holistic.settings import load_settings
 from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic_client import InvalidPredictions
 from tests.factories import batch, prediction
 
@@ -153,3 +158,68 @@ def test_group_caps_refuse_the_batch_naming_the_field(make_gateway):
         found = violations(c, [prediction("e", groups={"gender": "f"})], model="m")
         assert "HOLISTIC_MAX_GROUP_KEYS" in found["predictions[0].groups['gender']"]
         c.submit([prediction("f", groups={"dialect": "sae", "region": "uk"})], batch_id="ok2", model="m")  # known
+
+
+def _confidence(p: pb.Prediction, value: float) -> str:
+    p.confidence = value
+    return "predictions[0].confidence"
+
+
+def _choice(p: pb.Prediction, value: float) -> str:
+    p.choice_probabilities.add(choice="A", probability=value)
+    p.choice_probabilities.add(choice="B", probability=1.0 - value)  # the sum stays 1 for valid values
+    return "predictions[0].choice_probabilities[0].probability"
+
+
+PROBABILITY_FIELDS = {"Prediction.confidence": _confidence, "ChoiceProbability.probability": _choice}
+VALID_PROBABILITIES = [0.0, -0.0, 5e-324, 0.5, math.nextafter(1.0, 0.0), 1.0]
+INVALID_PROBABILITIES = [math.nextafter(0.0, -1.0), -1.0, math.nextafter(1.0, 2.0), 2.0, math.nan, math.inf, -math.inf]
+
+
+def _double_fields(descriptor, seen=None) -> set[str]:
+    seen = set() if seen is None else seen
+    out = set()
+    for f in descriptor.fields:
+        if f.type == f.TYPE_DOUBLE or f.type == f.TYPE_FLOAT:
+            out.add(f"{descriptor.name}.{f.name}")
+        elif f.message_type is not None and f.message_type.full_name not in seen:
+            seen.add(f.message_type.full_name)
+            out |= _double_fields(f.message_type, seen)
+    return out
+
+
+def test_the_table_covers_every_probability_field():
+    """A new floating-point field on a Prediction must join PROBABILITY_FIELDS (or say why not)."""
+    assert _double_fields(pb.Prediction.DESCRIPTOR) == set(PROBABILITY_FIELDS)
+
+
+@pytest.mark.parametrize("value", VALID_PROBABILITIES + INVALID_PROBABILITIES)
+@pytest.mark.parametrize("field", sorted(PROBABILITY_FIELDS))
+def test_zero_and_one_are_valid_edges_of_every_probability(field, value):
+    """[0, 1] closed at both ends, for each probability field; the next double outside is refused."""
+    p = prediction("p0")
+    path = PROBABILITY_FIELDS[field](p, value)
+    request = SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=[p])
+    if value in VALID_PROBABILITIES:
+        assert validate(request, load_settings(), time.time()) == "m1"
+    else:
+        with pytest.raises(InvalidArgument) as exc:
+            validate(request, load_settings(), time.time())
+        found = {v.field: v.description for v in exc.value.violations}
+        assert "[0, 1]" in found[path], found
+
+
+@pytest.mark.parametrize("edge", [0.0, 1.0])
+def test_a_bad_sum_is_refused_with_edge_probabilities(edge):
+    """An edge value takes the same path as any valid one: the sum is still checked."""
+    p = prediction("p0")
+    p.choice_probabilities.add(choice="A", probability=edge)
+    p.choice_probabilities.add(choice="B", probability=0.25)
+    request = SubmitPredictionsRequest(batch_id="b-1", model="m1", predictions=[p])
+    with pytest.raises(InvalidArgument) as exc:
+        validate(request, load_settings(), time.time())
+    found = {v.field: v.description for v in exc.value.violations}
+    assert (
+        set(found) == {"predictions[0].choice_probabilities"}
+        and "sum to 1" in found["predictions[0].choice_probabilities"]
+    ), found

@@ -31,6 +31,14 @@ def add_batch(r, model: str, seq: int, n: int = 2, families=("accuracy", "effici
     return r.xadd(KEYS.stream, fields).decode()
 
 
+def wait_idle(q: WorkQueue, group: str, idle_ms: int, n: int) -> None:
+    """Until n entries of the group have been pending for idle_ms (what recovery looks for)."""
+    deadline = time.monotonic() + 10
+    while len(q.idle_pending(group, idle_ms)) < n:
+        assert time.monotonic() < deadline, "entries never became idle"
+        time.sleep(0.01)
+
+
 def applied_count(r, model: str, family: str) -> int:
     return int(Folded.from_hashes([r.hgetall(KEYS.stats(model, family, "all"))]).num("mmlu|n"))
 
@@ -54,6 +62,21 @@ def test_maxlen_would_drop_undelivered_entries_and_the_janitor_does_not(r):
     sweep(q, ["accuracy", "efficiency"])
     assert [e[0].decode() for e in r.xrange(KEYS.stream)] == ids[2:]
     assert len(q.read("accuracy", "c1", 100, 1)) == 7  # nothing undelivered was lost
+
+
+def test_the_trim_floor_is_a_groups_oldest_pending_entry_not_its_newest(r):
+    """A group with several entries pending (a crashed consumer's read) keeps the oldest of them."""
+    q = WorkQueue(r, KEYS)
+    ids = [add_batch(r, "m", s) for s in range(1, 7)]
+    q.read("accuracy", "crashed", 4, 1)
+    q.ack("accuracy", [ids[1], ids[2]])  # ids[0] and ids[3] stay pending
+    q.read("efficiency", "c", 6, 1)
+    q.ack("efficiency", ids)
+    assert q.trim_floor() == ids[0]
+    assert q.trim() == 0 and r.xlen(KEYS.stream) == 6
+    q.ack("accuracy", [ids[0]])
+    assert q.trim_floor() == ids[3] and q.trim() == 3
+    assert [e[0].decode() for e in r.xrange(KEYS.stream)] == ids[3:]
 
 
 def test_trim_after_everything_is_acked(r, settings, make_worker):
@@ -97,7 +120,7 @@ def test_a_dead_consumers_entries_are_claimed_and_counted_once(r, make_settings,
     survivor = make_worker("accuracy", s)
     drain(survivor)
     assert applied_count(r, "m", "accuracy") == 6  # the 2 unclaimed-yet entries are still pending
-    time.sleep(0.06)
+    wait_idle(survivor.queue, "accuracy", 50, 2)
     assert survivor.recover() == 2
     assert applied_count(r, "m", "accuracy") == 12
     assert survivor.counters.claimed == 2
@@ -113,7 +136,7 @@ def test_applied_but_not_acked_is_skipped_on_redelivery(r, make_settings, make_w
     item = w._compute(w.queue, entries[0][0], e)
     keys, args = w._apply_args(item)
     assert w.queue.scripts.apply(keys=keys, args=args) == 1  # applied, then the worker dies before XACK
-    time.sleep(0.06)
+    wait_idle(w.queue, "accuracy", 50, 1)
     w2 = make_worker("accuracy", s)
     w2.recover()
     assert w2.counters.skipped == 1 and w2.counters.applied == 0

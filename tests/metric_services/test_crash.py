@@ -3,7 +3,9 @@
 Worker processes (two per family) die by injected faults before apply and between apply and ack,
 by a poison batch that kills whoever takes it, and by SIGKILLs from outside at random moments.
 A supervisor respawns them. Afterwards each family has applied every accepted prediction exactly
-once and the poison batch sits in the dead-letter stream, once per family.
+once and the poison batch sits in the dead-letter stream, once per family. Robustness keeps
+per-instance state (an original and its variants join across batches): its metrics must equal those
+of one crash-free worker fed the same batches.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from pathlib import Path
 import pytest
 
 from holistic.keys import Keys
+from holistic.v1 import prediction_pb2 as pb
 from holistic.workqueue import WorkQueue
+from tests.conftest import drain
 from tests.factories import prediction
 
 pytestmark = pytest.mark.slow
 
-FAMILIES = ("accuracy", "efficiency")
+FAMILIES = ("accuracy", "efficiency", "robustness")
 MODELS = ("m-a", "m-b", "m-c")
 
 
@@ -34,7 +38,20 @@ def spawn(family: str, env: dict[str, str], log_dir: Path, n: int) -> subprocess
     return subprocess.Popen([sys.executable, "-m", "holistic_app", "worker", family], env=env, stdout=log, stderr=log)
 
 
-def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r, tmp_path):
+def variant(pid: str, original: str, output: str, **kwargs) -> pb.Prediction:
+    p = prediction(pid, output=output, **kwargs)
+    p.perturbation.family = pb.PERTURBATION_FAMILY_ROBUSTNESS
+    p.perturbation.name = "typos"
+    p.perturbation.original_id = original
+    return p
+
+
+def metrics(profile, family: str) -> dict[str, tuple[float, int]]:
+    report = next(f for f in profile.families if f.family == family)
+    return {m.name: (round(m.value, 12), m.count) for m in report.metrics}
+
+
+def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, make_settings, make_worker, redis_url, r, tmp_path):
     rng = random.Random(20261130)
     gw = make_gateway(families=",".join(FAMILIES))  # the runner's guarantees, on two families
     env = dict(os.environ)
@@ -59,6 +76,8 @@ def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r
     expected: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
     now = time.time()
+    sent: list[tuple[str, str, list[pb.Prediction]]] = []
+    originals: list[str] = []
     deaths = 0
     next_kill = time.monotonic() + 0.3
 
@@ -80,16 +99,21 @@ def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r
             for b in range(120):
                 model = MODELS[b % 3]
                 n = rng.randint(5, 40)
-                preds = [
-                    prediction(f"{b}-{i}", output=rng.choice(["Paris", "Rome"]), latency_s=rng.uniform(0.1, 4),
-                               produced_at_s=now - rng.uniform(0, 7200))
-                    for i in range(n)
-                ]  # fmt: skip
+                preds = []
+                for i in range(n):  # about a third are variants of an original from this or an earlier batch
+                    kwargs = dict(latency_s=rng.uniform(0.1, 4), produced_at_s=now - rng.uniform(0, 7200))
+                    output = rng.choice(["Paris", "Rome"])
+                    if originals and rng.random() < 0.3:
+                        preds.append(variant(f"{b}-{i}v", rng.choice(originals), output, **kwargs))
+                    else:
+                        preds.append(prediction(f"{b}-{i}", output=output, **kwargs))
+                        originals.append(f"{b}-{i}")
                 batch_id = "poison-1" if b == 60 else f"batch-{b}"
                 reply = client.submit(preds, batch_id=batch_id, model=model)
                 if b % 10 == 0:  # a client retry of the same batch
                     assert client.submit(preds, batch_id=batch_id, model=model).duplicate
                 accepted[model] += reply.accepted_count
+                sent.append((model, batch_id, preds))
                 if batch_id.startswith("poison"):
                     poison_model, poison_n = model, n
                 else:
@@ -121,3 +145,14 @@ def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, redis_url, r
     assert all(r.getbit(Keys().done(poison_model, f), 21) == 0 for f in FAMILIES)  # seq of the poison batch
     assert faults["after_apply"] >= 1 and faults["before_apply"] >= 1 and faults["poison"] >= 6, faults
     assert deaths >= 20, deaths
+
+    # robustness's per-instance worst cases, from one crash-free worker over the same batches
+    reference = make_gateway(families="robustness", key_prefix="ref")
+    with reference.client() as client:
+        for model, batch_id, preds in sent:
+            if not batch_id.startswith("poison"):
+                client.submit(preds, batch_id=batch_id, model=model)
+        drain(make_worker("robustness", make_settings(key_prefix="ref", families="robustness")))
+        for m in MODELS:
+            expected_metrics = metrics(client.get_profile(m), "robustness")
+            assert expected_metrics and metrics(profiles[m], "robustness") == expected_metrics, m

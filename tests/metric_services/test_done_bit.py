@@ -1,0 +1,193 @@
+"""apply.lua's done bit, on its own and under two replicas racing on one entry.
+
+The worker's Python GETBIT pre-check skips most redeliveries before apply.lua runs, so a test that
+only redelivers after an apply never reaches the script's own check. Here the script is called
+directly, and two replicas are held behind a barrier after their pre-checks (both saw the bit
+unset) so that both reach apply.lua with the same (model, family, seq): only the bit inside the
+script stops the second merge.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import redis
+
+from holistic import envelope
+from holistic.faults import Faults
+from holistic.keys import Keys
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
+from holistic.workqueue import WorkQueue
+from tests.factories import prediction
+
+KEYS = Keys()
+
+
+def robust(pid: str, original: str, output: str) -> pb.Prediction:
+    p = prediction(pid, output=output)
+    p.perturbation.family = pb.PERTURBATION_FAMILY_ROBUSTNESS
+    p.perturbation.name = "typos"
+    p.perturbation.original_id = original
+    return p
+
+
+PREDICTIONS = [
+    prediction("q1", output="Paris"),
+    robust("q1-typo", "q1", "Rome"),  # the variant is wrong: q1's worst case is 0
+    prediction("q2", output="Paris"),
+    robust("q2-typo", "q2", "Paris"),
+    prediction("q3", output="Lyon"),
+]
+
+
+def add_entry(r: redis.Redis, family: str, model: str, seq: int) -> str:
+    WorkQueue(r, KEYS).ensure_group(family)
+    request = SubmitPredictionsRequest(batch_id=f"{model}-{seq}", model=model, predictions=PREDICTIONS)
+    header = BatchEnvelope(batch_id=request.batch_id, model=model, sequence=seq, families=[family])
+    header.accept_time.GetCurrentTime()
+    return r.xadd(KEYS.stream, envelope.fields_for(model, seq, request.SerializeToString(), header)).decode()
+
+
+def stats_of(r: redis.Redis, model: str, family: str) -> dict[bytes, bytes]:
+    return r.hgetall(KEYS.stats(model, family, "all"))
+
+
+class Lockstep(Faults):
+    """Waits for every replica at before_apply (after the GETBIT pre-check and compute) and again at
+    after_apply (before XACK), so neither acknowledges, which would end the entry's pending state and
+    with it apply.lua's pending check, before both have applied (and retried a state conflict)."""
+
+    def __init__(self, barrier: threading.Barrier) -> None:
+        super().__init__("")
+        self.barrier = barrier
+
+    def at(self, point: str, batch_ids: list[str]) -> None:
+        if batch_ids:
+            self.barrier.wait(timeout=30)
+
+
+def test_apply_script_merges_one_sequence_once(r, make_worker):
+    """apply.lua alone (no pending check: stream ''), twice with the same seq, then another seq."""
+    add_entry(r, "accuracy", "m", 1)
+    w = make_worker("accuracy")
+    eid, fields = w.queue.read("accuracy", w.consumer, 1, 1)[0]
+    item = w._compute(w.queue, eid, envelope.parse(eid, fields))
+    item.stream = ""  # skip the pending check: only the done bit stands between two merges
+    keys, args = w._apply_args(item)
+    assert w.queue.scripts.apply(keys=keys, args=args) == 1
+    once = stats_of(r, "m", "accuracy")
+    assert int(once[b"mmlu|n"]) == 5 and int(once[b"mmlu|ref|exact_match|sum"]) == 3  # Paris x3 of 5
+    assert w.queue.scripts.apply(keys=keys, args=args) == 0
+    assert stats_of(r, "m", "accuracy") == once
+    assert r.getbit(KEYS.done("m", "accuracy"), 1) == 1
+    assert r.xlen(KEYS.updates("m")) == 1  # one update for the watchers, not two
+    args[0] = 2  # the same statistics under another sequence number are another batch
+    assert w.queue.scripts.apply(keys=keys, args=args) == 1
+    assert int(stats_of(r, "m", "accuracy")[b"mmlu|n"]) == 10
+
+
+@pytest.mark.parametrize("family", ["accuracy", "robustness"])
+def test_two_replicas_racing_on_one_entry_merge_it_once(r, make_worker, family):
+    """Both replicas pass the Python pre-check, then both run apply.lua on the same pending entry
+    (a claim racing a slow owner); the statistics equal those of one replica applying it alone."""
+    add_entry(r, family, "alone", 1)
+    solo = make_worker(family)
+    solo.process(solo.queue.read(family, solo.consumer, 1, 1))
+    expected = stats_of(r, "alone", family)
+    assert expected and solo.counters.applied == 1
+
+    add_entry(r, family, "raced", 1)
+    barrier = threading.Barrier(2)
+    a = make_worker(family, faults=Lockstep(barrier))
+    b = make_worker(family, faults=Lockstep(barrier))
+    entries = a.queue.read(family, a.consumer, 1, 1)
+    errors: list[BaseException] = []
+
+    def run(worker) -> None:
+        try:
+            worker.process(entries)
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert sorted([a.counters.applied, b.counters.applied]) == [0, 1]
+    assert a.counters.skipped + b.counters.skipped == 1
+    assert stats_of(r, "raced", family) == expected
+    assert r.xlen(KEYS.updates("raced")) == 1
+    assert r.xpending(KEYS.stream, family)["pending"] == 0
+
+
+def robust_as(pid: str, original: str, output: str, name: str) -> pb.Prediction:
+    p = robust(pid, original, output)
+    p.perturbation.name = name
+    return p
+
+
+RACES = {
+    # both replicas find the instance absent ('!' conditions)
+    "absent": ([], [prediction("q1", output="Paris")], [robust("q1-typo", "q1", "Rome")]),
+    # both find the same stored state ('=' conditions)
+    "present": (
+        [prediction("q1", output="Paris")],
+        [robust_as("q1-typo", "q1", "Rome", "typos")],
+        [robust_as("q1-caps", "q1", "Lyon", "casing")],
+    ),
+}
+
+
+@pytest.mark.parametrize("race", sorted(RACES))
+def test_two_replicas_joining_one_instance_from_different_batches_read_again_on_conflict(r, make_worker, race):
+    """Two batches touch one instance (an original and its variant, or two variants); two replicas
+    each read the instance's state before either applies. apply.lua's '!' and '=' conditions make the
+    second write nothing and read again, so the statistics are those of one replica applying in turn."""
+    before, one, other = RACES[race]
+
+    def submit(model: str, seq: int, preds: list[pb.Prediction]) -> None:
+        WorkQueue(r, KEYS).ensure_group("robustness")
+        request = SubmitPredictionsRequest(batch_id=f"{model}-{seq}", model=model, predictions=preds)
+        header = BatchEnvelope(batch_id=request.batch_id, model=model, sequence=seq, families=["robustness"])
+        header.accept_time.GetCurrentTime()
+        r.xadd(KEYS.stream, envelope.fields_for(model, seq, request.SerializeToString(), header))
+
+    solo = make_worker("robustness")
+    batches = [b for b in (before, one, other) if b]
+    for seq, preds in enumerate(batches, 1):
+        submit("alone", seq, preds)
+    solo.process(solo.queue.read("robustness", solo.consumer, len(batches), 1))
+    expected = stats_of(r, "alone", "robustness")
+
+    if before:
+        submit("raced", 0, before)
+        solo.process(solo.queue.read("robustness", solo.consumer, 1, 1))
+    a, b = make_worker("robustness"), make_worker("robustness")
+    barrier = threading.Barrier(2)
+    for w in (a, b):  # the first plan of each waits until both have read the state
+        plan, waited = w.instances.plan, []
+
+        def held(*args, _plan=plan, _waited=waited, **kwargs):
+            out = _plan(*args, **kwargs)
+            if not _waited:
+                _waited.append(True)
+                barrier.wait(timeout=30)
+            return out
+
+        w.instances.plan = held
+    submit("raced", 1, one)
+    submit("raced", 2, other)
+    first = a.queue.read("robustness", a.consumer, 1, 1)
+    second = b.queue.read("robustness", b.consumer, 1, 1)
+    threads = [threading.Thread(target=w.process, args=(e,)) for w, e in ((a, first), (b, second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert a.counters.applied == b.counters.applied == 1
+    assert stats_of(r, "raced", "robustness") == expected

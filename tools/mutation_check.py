@@ -1,0 +1,143 @@
+"""Plant known bugs in the guarantee paths, one at a time, and check that the related tests fail.
+
+Each mutant is one textual edit (it must match exactly once) applied to a temporary copy of the
+working tree; the tests named for it run there with this checkout's virtual environment. A mutant
+the tests do not fail on "survived": a guarantee whose tests cannot see it break. Run on demand
+(minutes; not in CI):
+
+    .venv/bin/python tools/mutation_check.py            # every mutant
+    .venv/bin/python tools/mutation_check.py apply-done-bit ingest-raw-digest   # some
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SKIP = shutil.ignore_patterns(".git", ".venv", "node_modules", ".holistic", "__pycache__", ".hypothesis", ".*_cache")
+
+WORKQUEUE_TESTS = ["tests/holistic/test_workqueue.py"]
+DONE_BIT_TESTS = ["tests/metric_services/test_done_bit.py", *WORKQUEUE_TESTS]
+SUBMIT_TESTS = ["tests/gateway/test_submit.py"]
+VALIDATION_TESTS = ["tests/gateway/test_validation.py"]
+KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: list[str]
+    why: str
+
+
+MUTANTS = [
+    Mutant("apply-done-bit", "holistic/lua/apply.lua",
+           "if redis.call('GETBIT', KEYS[1], ARGV[1]) == 1 then return 0 end\n", "",
+           DONE_BIT_TESTS, "apply.lua merges a (model, family, seq) it already merged"),
+    Mutant("apply-no-setbit", "holistic/lua/apply.lua", "redis.call('SETBIT', KEYS[1], ARGV[1], 1)\n", "",
+           DONE_BIT_TESTS, "apply.lua never records that it merged"),
+    Mutant("apply-no-pending-check", "holistic/lua/apply.lua", "if pending.err or #pending == 0 then return 0 end", "",
+           WORKQUEUE_TESTS, "an entry read from a Redis that died is applied to the next one"),
+    Mutant("apply-no-present-condition", "holistic/lua/apply.lua",
+           "if redis.call('HGET', KEYS[k], ARGV[a + 1]) ~= ARGV[a + 2] then return -1 end", "",
+           ["tests/metric_services/test_done_bit.py"], "a replica overwrites instance state it read stale"),
+    Mutant("apply-no-absent-condition", "holistic/lua/apply.lua",
+           "if redis.call('HEXISTS', KEYS[k], ARGV[a + 1]) == 1 then return -1 end", "",
+           ["tests/metric_services/test_done_bit.py"], "two replicas both create one instance"),
+    Mutant("ingest-no-dedupe", "holistic/lua/ingest.lua", "if known[1] then", "if false then",
+           SUBMIT_TESTS, "a retried batch_id gets a new sequence number"),
+    Mutant("ingest-raw-digest", "gateway/ingest.py", "hashlib.sha256(request.SerializeToString(deterministic=True))",
+           "hashlib.sha256(raw)", SUBMIT_TESTS, "idempotency compares wire bytes, not content"),
+    Mutant("mark-queued-twice", "holistic/lua/mark_queued.lua",
+           "if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end\n", "",
+           SUBMIT_TESTS, "a re-added batch is counted as accepted twice"),
+    Mutant("deadletter-unconditional", "holistic/lua/deadletter.lua",
+           "if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end",
+           "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])", WORKQUEUE_TESTS,
+           "two recoverers dead-letter one entry twice"),
+    Mutant("replay-keeps-dead-letter", "holistic/lua/replay.lua",
+           "local id = redis.call('XADD', KEYS[2], '*', unpack(out))\nredis.call('XDEL', KEYS[1], ARGV[1])",
+           "local id = redis.call('XADD', KEYS[2], '*', unpack(out))", ["tests/holistic/test_dlq_cli.py",
+           *WORKQUEUE_TESTS], "a replayed dead letter stays and can be replayed again"),
+    Mutant("claim-acks-unapplied", "metric_services/runner.py", "            self.process([(entry_id, fields)], queue)",
+           "            queue.ack(self.group, [entry_id])", [*WORKQUEUE_TESTS, KILL_TEST],
+           "a claimed entry is acknowledged without being applied"),
+    Mutant("deliveries-never-dead-letter", "metric_services/runner.py",
+           "if p.deliveries >= self.settings.max_deliveries:", "if False:",
+           [KILL_TEST], "a batch that kills every consumer is retried forever"),
+    Mutant("trim-past-pending", "holistic/workqueue.py", 'needed = _s(summary["min"])', 'needed = _s(summary["max"])',
+           WORKQUEUE_TESTS, "the janitor trims entries a group still has pending"),
+    Mutant("confidence-excludes-one", "gateway/validation.py", "if not (0.0 <= c <= 1.0):", "if not (0.0 <= c < 1.0):",
+           VALIDATION_TESTS, "a confidence of exactly 1 is refused"),
+    Mutant("choice-excludes-zero", "gateway/validation.py", "not (0.0 <= prob <= 1.0)", "not (0.0 < prob <= 1.0)",
+           VALIDATION_TESTS, "a choice probability of exactly 0 is refused"),
+    Mutant("status-first-violation-only", "gateway/status.py", "for fv in exc.violations\n",
+           "for fv in exc.violations[:1]\n", ["tests/gateway/test_fuzz.py"],
+           "INVALID_ARGUMENT names only the first bad field (the fuzz oracle compares with validate)"),
+    Mutant("apply-denied-at-maxmemory", "holistic/lua/apply.lua", "#!lua flags=allow-oom\n", "",
+           ["tests/gateway/test_memory_limit.py"], "workers cannot apply at maxmemory, so memory never frees"),
+    Mutant("janitor-stops-at-maxmemory", "holistic/workqueue.py",
+           "if isinstance(exc, redis.exceptions.OutOfMemoryError) and any(", "if False and any(",
+           ["tests/gateway/test_memory_limit.py"], "the janitor cannot start a sweep at maxmemory: memory never frees"),
+    Mutant("maxmemory-is-internal", "gateway/ingest.py", "except redis.exceptions.OutOfMemoryError as exc:",
+           "except LookupError as exc:", ["tests/gateway/test_memory_limit.py"],
+           "a full Redis answers INTERNAL, without RetryInfo"),
+]  # fmt: skip
+
+
+def run(m: Mutant, python: str, timeout_s: float) -> tuple[str, float, str]:
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{m.name}-") as tmp:
+        copy = Path(tmp) / "tree"
+        shutil.copytree(ROOT, copy, ignore=SKIP)
+        target = copy / m.path
+        text = target.read_text()
+        if text.count(m.old) != 1:
+            return "broken", 0.0, f"the edit matches {text.count(m.old)} times in {m.path}"
+        target.write_text(text.replace(m.old, m.new))
+        env = dict(
+            os.environ, PYTHONPATH=os.pathsep.join(str(copy / p) for p in (".", "clients/python", "clients/web"))
+        )
+        started = time.monotonic()
+        try:
+            done = subprocess.run([python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests], cwd=copy,
+                                  env=env, capture_output=True, text=True, timeout=timeout_s)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return "killed (timeout)", time.monotonic() - started, ""
+        took = time.monotonic() - started
+        last = (done.stdout.strip().splitlines() or [""])[-1]
+        if done.returncode == 1:
+            return "killed", took, last
+        if done.returncode == 0:
+            return "SURVIVED", took, last
+        return "error", took, last + done.stderr[-500:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per mutant")
+    args = parser.parse_args()
+    chosen = [m for m in MUTANTS if not args.names or m.name in args.names]
+    python = str(ROOT / ".venv" / "bin" / "python")
+    killed = 0
+    for m in chosen:
+        verdict, took, last = run(m, python, args.timeout)
+        killed += verdict.startswith("killed")
+        print(f"{m.name:30} {verdict:16} {took:6.1f}s  {m.why}  [{last}]", flush=True)
+    print(f"score: {killed}/{len(chosen)} killed")
+    return 0 if killed == len(chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
