@@ -24,7 +24,7 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from holistic.cli import main as cli
+from holistic_app.cli import main as cli
 from holistic.keys import Keys
 from holistic.workqueue import WorkQueue
 from tests.factories import prediction
