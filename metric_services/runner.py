@@ -104,20 +104,21 @@ class Worker:
         self.stopping = threading.Event()
         self._last_recover = 0.0
         self.instances = InstanceStore(client, self.keys, self.group, settings.instance_ttl_s, settings.instance_cap)
-        self._signatures: dict[str, str] = {}  # model -> id of the signature recorded for it
+        self._signatures: dict[str, tuple[str, bytes]] = {}  # model -> this worker's signature: id, bytes
+        self._recorded: set[str] = set()  # models whose signature an apply of this process has written
 
-    def signature_of(self, model: str) -> str:
-        """The id of this worker's signature for `model`, recorded in Redis before its first apply
-        (so a reader that sees a count finds its signature)."""
-        sid = self._signatures.get(model)
-        if sid is None:
+    def signature_of(self, model: str) -> tuple[str, bytes]:
+        """This worker's signature for `model`: its id (the statistics count predictions under it) and
+        its bytes, written by apply.lua in the same script as the first statistics it applies."""
+        known = self._signatures.get(model)
+        if known is None:
             sig = self.family.signature(model, self.settings)
-            sid = signature_id(sig)
-            self.r.hset(self.keys.signatures(model, self.group), sid, sig.SerializeToString(deterministic=True))
+            known = (signature_id(sig), sig.SerializeToString(deterministic=True))
             if len(self._signatures) >= 10_000:
                 self._signatures.clear()
-            self._signatures[model] = sid
-        return sid
+                self._recorded.clear()
+            self._signatures[model] = known
+        return known
 
     # --- the loop --------------------------------------------------------------------------
     def run(self) -> None:
@@ -263,6 +264,8 @@ class Worker:
             APPLY_SECONDS.labels(self.group).observe(time.perf_counter() - started)
             for w in work:
                 applied = results[id(w)]
+                if applied == 1:
+                    self._recorded.add(w.entry.model)
                 if applied:
                     self.counters.applied += 1
                     self.counters.predictions += w.n
@@ -355,7 +358,8 @@ class Worker:
         any instance-state hashes with their ops."""
         by_minute = w.by_minute if by_minute is None else by_minute
         model, fam, s = w.entry.model, self.group, self.settings
-        stamp = signature_field(self.signature_of(model))
+        sid, raw_signature = self.signature_of(model)
+        stamp = signature_field(sid)
         stamped = {m: Stats().merge(st) for m, st in by_minute.items()}
         for minute, count in w.per_minute.items():
             stamped.setdefault(minute, Stats()).incr(stamp, count)
@@ -374,6 +378,8 @@ class Worker:
         keys = [self.keys.done(model, fam), self.keys.updates(model)] + ([w.stream] if w.stream else [])
         args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n, w.entry_id if w.stream else ""]
         hash_ops = [(key, ttl, st.lua_ops()) for key, (ttl, st) in tiers.items()]
+        if model not in self._recorded:  # until one apply wrote it: the signature beside its counts
+            hash_ops.append((self.keys.signatures(model, fam), 0, ["s", sid, raw_signature]))
         for key, ttl, ops in hash_ops + [(k, ttl, ops) for k, (ttl, ops) in (hashes or {}).items()]:
             keys.append(key)
             args += [ttl, len(ops) // 3, *ops]
