@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from holistic.families import FamilyFold, ScenarioAccuracy, ScenarioPart, load_family
-from holistic.intervals import mean_of_means
+from holistic.intervals import mean_of_parts
 from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.v1 import profile_pb2 as pp
@@ -122,7 +122,9 @@ def accuracy_dimension(folds: Mapping[str, FamilyFold], scenarios: list[pp.Scena
             else "no predictions with references or a client judgement in this window"
         )
         return dim
-    value, lo, hi = mean_of_means([(acc.metric.value, acc.variance) for _, acc in chosen])
+    value, lo, hi = mean_of_parts(
+        [(a.metric.value, a.variance, a.metric.count, a.metric.interval.method == "wilson") for _, a in chosen]
+    )
     dim.score = value
     dim.count = sum(acc.metric.count for _, acc in chosen)
     if lo > float("-inf"):

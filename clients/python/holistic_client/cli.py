@@ -9,16 +9,16 @@ from pathlib import Path
 
 import click
 from google.protobuf import json_format
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from holistic_client.client import WINDOWS, Client, ClientError
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.jsonl import read_predictions
+from holistic_client.terminal import console as make_console
+from holistic_client.terminal import count, table, text
 
 Connect = Callable[[str], Client]
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+
 
 target_option = click.option(
     "--target", envvar="HOLISTIC_TARGET", default="127.0.0.1:50051", show_default=True, help="Gateway host:port."
@@ -72,7 +72,7 @@ def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: s
     total = _count_lines(file)
     with connect(target) as client, Progress(
         TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=err_console, disable=no_progress, transient=True,
+        console=make_console(True), disable=no_progress, transient=True,
     ) as progress:  # fmt: skip
         task = progress.add_task("submit", total=total)
         try:
@@ -83,18 +83,19 @@ def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: s
                 on_batch=lambda n: progress.advance(task, n),
             )
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
-    console.print(
-        f"accepted {report.accepted:,} predictions in {report.batches:,} batches"
-        f" ({report.duplicates:,} already accepted earlier); rejected {len({r[0] for r in report.rejected}):,} lines"
+    make_console().print(
+        f"accepted {count(report.accepted, 'prediction')} in {count(report.batches, 'batch')}"
+        f" ({report.duplicates:,} already accepted earlier);"
+        f" rejected {count(len({r[0] for r in report.rejected}), 'line')}"
     )
     report.rejected.sort()
     for line, field, reason in report.rejected[:50]:
         where = f" {field}" if field else ""
-        err_console.print(f"  line {line}:{where} {reason}")
+        make_console(True).print(text(f"  line {line}:{where} {reason}"))
     if len(report.rejected) > 50:
-        err_console.print(f"  ... and {len(report.rejected) - 50} more")
+        make_console(True).print(f"  ... and {len(report.rejected) - 50} more")
     if report.rejected:
         sys.exit(1)
 
@@ -111,16 +112,16 @@ def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, co
         try:
             profiles = [client.get_profile(m, window) for m in models]
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
     if as_json:
         for p in profiles:
             click.echo(json_format.MessageToJson(p))
         return
-    console.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
+    make_console().print(profiles_table(profiles, title=f"holistic profiles ({window})"))
     if len(profiles) == 1:
-        for table in detail_tables(profiles[0]):
-            console.print(table)
+        for detail in detail_tables(profiles[0]):
+            make_console().print(detail)
 
 
 @click.command()
@@ -137,9 +138,11 @@ def watch(model: str, window: str, as_json: bool, target: str, connect: Connect)
                 if as_json:
                     click.echo(json_format.MessageToJson(p, indent=None), nl=True)
                 else:
-                    console.print(profiles_table([p], title=f"{model} ({window}) at {p.compute_time.ToJsonString()}"))
+                    make_console().print(
+                        profiles_table([p], title=f"{model} ({window}) at {p.compute_time.ToJsonString()}")
+                    )
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
         except KeyboardInterrupt:
             pass
@@ -150,24 +153,21 @@ def watch(model: str, window: str, as_json: bool, target: str, connect: Connect)
 @token_option
 def models(target: str, connect: Connect) -> None:
     """List the models the service has accepted predictions for."""
-    from rich.table import Table
-
     with connect(target) as client:
         try:
             summaries = client.list_models()
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
-    table = Table(title="models")
-    for col in ("model", "predictions", "batches", "first accepted", "last accepted"):
-        table.add_column(col)
+    out = table("model", "predictions", "batches", "first accepted", "last accepted", title="models",
+                right=("predictions", "batches"))  # fmt: skip
     for s in summaries:
-        table.add_row(
-            s.model, f"{s.accepted_predictions:,}", f"{s.accepted_batches:,}",
+        out.add_row(
+            text(s.model), f"{s.accepted_predictions:,}", f"{s.accepted_batches:,}",
             s.first_accept_time.ToJsonString() if s.HasField("first_accept_time") else "",
             s.last_accept_time.ToJsonString() if s.HasField("last_accept_time") else "",
         )  # fmt: skip
-    console.print(table)
+    make_console().print(out)
 
 
 WINDOW_TITLES = {"all": "all time", "15m": "last 15 minutes", "1h": "last hour", "24h": "last day",
@@ -194,10 +194,10 @@ def radar(models: tuple[str, ...], window: str, output: Path, target: str, conne
         try:
             profiles = [client.get_profile(m, window) for m in models]
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
     output.write_bytes(render(profiles, fmt, title=f"holistic profiles, {WINDOW_TITLES[window]}"))
-    console.print(f"wrote {output} ({len(profiles)} models)")
+    make_console().print(f"wrote {output} ({len(profiles)} models)")
 
 
 COMMANDS = (submit, profile, watch, models, radar)
