@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
+import grpc
 from google.protobuf import json_format
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from holistic_client.client import WINDOWS, Client, ClientError
+from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.jsonl import read_predictions
 from holistic_client.terminal import console as make_console
@@ -60,14 +62,37 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
+def _say_retrying(target: str) -> Callable[[RetryNotice], None]:
+    """At once and at each retry: why, which attempt comes next, and when it will give up."""
+
+    def say(n: RetryNotice) -> None:
+        why = (
+            f"cannot connect to {target}"
+            if n.code == grpc.StatusCode.UNAVAILABLE
+            else f"{target} answered {n.code.name}"
+        )
+        until = f", giving up at {time.strftime('%H:%M:%S', time.localtime(n.give_up_at))}" if n.give_up_at else ""
+        make_console(True).print(
+            text(f"{why}; retrying in {n.sleep_s:.1f} s (attempt {n.attempt + 1} of {n.max_attempts}{until})")
+        )
+
+    return say
+
+
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--model", default="", help="Model for lines that do not name one.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option(
+    "--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
+    help="Seconds to keep retrying a batch the gateway does not take (down, or busy) before giving up.",
+)  # fmt: skip
 @target_option
 @token_option
-def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: str, connect: Connect) -> None:
+def submit(
+    file: Path, batch_size: int, model: str, no_progress: bool, timeout: float, target: str, connect: Connect
+) -> None:
     """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON)."""
     total = _count_lines(file)
     with connect(target) as client, Progress(
@@ -75,6 +100,7 @@ def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: s
         console=make_console(True), disable=no_progress, transient=True,
     ) as progress:  # fmt: skip
         task = progress.add_task("submit", total=total)
+        client.retry_for_s, client.on_retry = timeout, _say_retrying(target)
         try:
             report = client.submit_lines(
                 read_predictions(file),
@@ -93,6 +119,8 @@ def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: s
     report.rejected.sort()
     for line, field, reason in report.rejected[:50]:
         where = f" {field}" if field else ""
+        if field == "model" and not model:
+            reason += " (or give --model)"
         make_console(True).print(text(f"  line {line}:{where} {reason}"))
     if len(report.rejected) > 50:
         make_console(True).print(f"  ... and {len(report.rejected) - 50} more")
