@@ -13,7 +13,6 @@ from google.protobuf import json_format
 
 from holistic.v1.prediction_pb2 import Prediction
 
-
 _JSON_POSITION = re.compile(r"^Failed to load JSON: (.*): line \d+ column (\d+) \(char \d+\)\.?$", re.S)
 
 
