@@ -43,7 +43,9 @@ def token_option(fn: Callable[..., None]) -> Callable[..., None]:
         *args: object, token: str | None, ca: str | None, cert: str | None, key: str | None, **kw: object
     ) -> None:
         if "connect" not in kw:  # a command invoked by another passes its own connection maker on
-            kw["connect"] = lambda target: Client(target, token, tls_ca=ca, tls_cert=cert, tls_key=key)
+            kw["connect"] = lambda target: Client(
+                target, token, tls_ca=ca, tls_cert=cert, tls_key=key, on_retry=_say_retrying(target)
+            )
         fn(*args, **kw)
 
     return wrapper
@@ -100,7 +102,7 @@ def submit(
         console=make_console(True), disable=no_progress, transient=True,
     ) as progress:  # fmt: skip
         task = progress.add_task("submit", total=total)
-        client.retry_for_s, client.on_retry = timeout, _say_retrying(target)
+        client.retry_for_s = timeout
         try:
             report = client.submit_lines(
                 read_predictions(file),
