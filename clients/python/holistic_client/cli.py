@@ -14,6 +14,7 @@ from google.protobuf import json_format
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
+from holistic_client.detail import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.jsonl import read_predictions
 from holistic_client.terminal import console as make_console
@@ -134,9 +135,17 @@ def submit(
 @click.argument("models", nargs=-1, required=True)
 @window_option
 @click.option("--json", "as_json", is_flag=True, help="Canonical protobuf JSON of the Profile.")
+@click.option("--detail", is_flag=True, help="Every panel of the dashboard (or only those named by --section).")
+@click.option(
+    "--section", "sections", multiple=True, type=click.Choice(sorted(SECTIONS)),
+    help="Only this panel (repeatable): why axes are absent or equal, groups, reliability, perturbations, ...",
+)  # fmt: skip
 @target_option
 @token_option
-def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, connect: Connect) -> None:
+def profile(
+    models: tuple[str, ...], window: str, as_json: bool, detail: bool, sections: tuple[str, ...], target: str,
+    connect: Connect,
+) -> None:  # fmt: skip
     """Show the profile of one or more models."""
     with connect(target) as client:
         try:
@@ -148,10 +157,22 @@ def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, co
         for p in profiles:
             click.echo(json_format.MessageToJson(p))
         return
-    make_console().print(profiles_table(profiles, title=f"holistic profiles ({window})"))
-    if len(profiles) == 1:
-        for detail in detail_tables(profiles[0]):
-            make_console().print(detail)
+    out = make_console()
+    if sections:
+        for p in profiles:
+            for name in sections:
+                out.print(f"[bold]{text(p.model)}: {name}[/bold]")
+                for part in SECTIONS[name](p):
+                    out.print(part)
+        return
+    out.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
+    for p in profiles if detail else profiles[:1] if len(profiles) == 1 else []:
+        for part in detail_tables(p):
+            out.print(part)
+        for name in SECTIONS if detail else ():
+            out.print(f"[bold]{text(p.model)}: {name}[/bold]")
+            for part in SECTIONS[name](p):
+                out.print(part)
 
 
 @click.command()

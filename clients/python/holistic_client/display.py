@@ -9,11 +9,21 @@ from rich.table import Table
 
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
+from holistic_client.detail import toxicity_measures
 from holistic_client.terminal import count, num, table, text
 
 
 def axis_name(kind: int) -> str:
     return pp.DimensionKind.Name(kind).removeprefix("DIMENSION_KIND_").lower()
+
+
+def axis_title(profiles: Sequence[pp.Profile], name: str, sep: str = " ") -> str:
+    """The axis name, and for toxicity what it measures: `toxicity (profanity, alt-profanity-check-1.9.1)`."""
+    if name == "toxicity":
+        measures = next((m for p in profiles if (m := toxicity_measures(p))), "")
+        if measures:
+            return f"{name}{sep}({measures})"
+    return name
 
 
 def _cell(d: pp.Dimension) -> str:
@@ -33,7 +43,7 @@ def _cell(d: pp.Dimension) -> str:
 
 def profiles_table(profiles: Sequence[pp.Profile], title: str = "holistic profiles") -> Table:
     kinds = [d.kind for d in profiles[0].dimensions] if profiles else []
-    names = [axis_name(k) for k in kinds]
+    names = [text(axis_title(profiles, axis_name(k))) for k in kinds]
     t = table(
         "model", "predictions", *names, right=("predictions", *names), title=title,
         caption="score ± 95% half-width (or its bounds); — absent (no data); * low confidence",
@@ -78,7 +88,7 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
     axes = table("axis", "score", "n", "definition / why absent", right=("score", "n"), title=f"{model}: dimensions")
     for d in profile.dimensions:
         note = text(d.definition) if d.HasField("score") else f"[dim]{text(d.absent_reason)}[/dim]"
-        axes.add_row(axis_name(d.kind), _cell(d), f"{d.count:,}" if d.count else "", note)
+        axes.add_row(text(axis_title([profile], axis_name(d.kind))), _cell(d), f"{d.count:,}" if d.count else "", note)
     cols = ("scenario", "task", "main metric", "n", "accuracy", "latency p50")
     scenarios = table(*cols, right=("n",), title=f"{model}: scenarios")
     for s in profile.scenarios:
