@@ -167,3 +167,17 @@ def test_profile_detail_from_the_command_line(gateway, make_worker, tmp_path):
     only = runner.invoke(main, ["profile", "m-1", "--section", "robustness", "--target", gateway.address])
     assert only.exit_code == 0 and "Robustness: worst case over perturbations not available" in only.output
     assert "holistic profiles" not in only.output
+
+
+def test_summarization_panel_values_and_absent_reasons():
+    p = sample()
+    s = p.families.add(family="summarization", count=10, skipped=4, skipped_reason="not summarization tasks")
+    s.metrics.extend([metric("rouge_2", 0.1648, 6, (0.157, 0.172)), metric("bleu", 4.942, 6)])
+    s.absent_metrics["semantic_similarity_source"] = "HOLISTIC_SUMMARIZATION_SEMANTIC=off"
+    out = render(SECTIONS["summarization"](p))
+    assert row(out, "ROUGE-2 F (vs reference)") == ["ROUGE-2 F (vs reference)", "rouge_2", "0.1648", "0.157–0.172", "6"]
+    assert row(out, "BLEU, corpus (0–100)")[2:] == ["4.942", "", "6"]
+    sem = row(out, "semantic similarity to the source")
+    assert sem[2:4] == ["—", "not available: HOLISTIC_SUMMARIZATION_SEMANTIC=off"]
+    assert "6 summaries; 4 skipped (not summarization tasks)" in out
+    assert "rouge_1" not in out  # neither reported nor absent: not a row

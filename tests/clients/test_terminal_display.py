@@ -76,6 +76,6 @@ def test_a_narrow_terminal_folds_rather_than_cuts():
 
 
 def test_counts_are_plural_only_above_one():
-    assert [terminal.count(n, w) for n, w in ((1, "batch"), (2, "batch"), (1_000, "prediction"))] == [
-        "1 batch", "2 batches", "1,000 predictions"
-    ]  # fmt: skip
+    cases = ((1, "batch"), (2, "batch"), (1_000, "prediction"), (2, "summary"), (0, "day"))
+    got = [terminal.count(n, w) for n, w in cases]
+    assert got == ["1 batch", "2 batches", "1,000 predictions", "2 summaries", "0 days"]

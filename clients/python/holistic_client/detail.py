@@ -349,6 +349,38 @@ def bias_section(p: pp.Profile) -> list[RenderableType]:
     return out
 
 
+SUMMARIZATION = (
+    ("rouge_1", "ROUGE-1 F (vs reference)"), ("rouge_2", "ROUGE-2 F (vs reference)"),
+    ("rouge_l", "ROUGE-L F (vs reference)"), ("bleu", "BLEU, corpus (0–100)"), ("chrf", "chrF, corpus (0–100)"),
+    ("coverage", "coverage (share of words copied from the source)"),
+    ("density", "density (Σ copied fragment length² / summary words)"),
+    ("compression", "compression (source words per summary word)"),
+    ("semantic_similarity_reference", "semantic similarity to the reference"),
+    ("semantic_similarity_source", "semantic similarity to the source"),
+    ("semantic_truncated_share", "texts truncated for the embedding model"),
+)  # fmt: skip
+
+
+def summarization_section(p: pp.Profile) -> list[RenderableType]:
+    f = family(p, "summarization")
+    if f is None:
+        return [Text("Summarization: not available (the summarization family is not deployed)")]
+    if not f.metrics:
+        return [Text(f"Summarization: no summary scored in this window ({f.skipped_reason or 'no data'})")]
+    m, absent = by_name(f.metrics), f.absent_metrics
+    skipped = f"; {f.skipped:,} skipped ({f.skipped_reason})" if f.skipped else ""
+    head = f"{count(f.count - f.skipped, 'summary')}{skipped}; means over scenarios, BLEU and chrF over all summaries"
+    t = table("", "metric", "value", "95% interval", "n", right=("value", "95% interval", "n"),
+              title="Summarization", caption=text(head))  # fmt: skip
+    for name, label in SUMMARIZATION:
+        x = m.get(name)
+        if x is not None:
+            t.add_row(label, name, value(x), bounds(x), f"{x.count:,}")
+        elif name in absent:
+            t.add_row(label, name, DASH, f"[dim]not available: {text(absent[name])}[/dim]", "")
+    return [t]
+
+
 def signatures_table(p: pp.Profile) -> RenderableType:
     t = table("family", "version", "options", "model sha256", title="signatures")
     for f in p.families:
@@ -366,5 +398,6 @@ SECTIONS: dict[str, Callable[[pp.Profile], list[RenderableType]]] = {
     "fairness": lambda p: worst_case_section(p, "fairness"),
     "toxicity": toxicity_section,
     "bias": bias_section,
+    "summarization": summarization_section,
     "signatures": lambda p: [signatures_table(p)],
 }

@@ -43,7 +43,9 @@ def num(x: float, spec: str = ".4g") -> str:
 
 
 def count(n: int, word: str) -> str:
-    """`1 batch`, `3 batches`, `1,000 predictions`."""
+    """`1 batch`, `3 batches`, `2 summaries`, `1,000 predictions`."""
     if n == 1:
         return f"1 {word}"
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return f"{n:,} {word[:-1]}ies"
     return f"{n:,} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n:,} {word}s"
