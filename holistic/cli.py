@@ -18,6 +18,7 @@ from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
 from holistic_client.cli import COMMANDS, target_option
 from holistic_client.compare_cli import compare_command
+from holistic_client.report_cli import report_command
 from holistic_client.terminal import console, table, text
 
 err = Console(stderr=True)
@@ -290,7 +291,7 @@ def perturb(infile: Path, outfile: Path, with_: str, seed: int | None, variants_
     click.echo(f"{len(lines):,} predictions -> {variants:,} variants ({unchanged:,} unchanged, left out) in {outfile}")
 
 
-for _command in (*COMMANDS, compare_command):
+for _command in (*COMMANDS, compare_command, report_command):
     if _command.name != "models":  # wrapped by the classifier-models group below
         main.add_command(_command)
 main.add_command(models_group)
