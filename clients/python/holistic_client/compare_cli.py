@@ -55,7 +55,7 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
             text(c.name),
             "—" if c.before is None else num(c.before, ".4g"),
             "—" if c.after is None else num(c.after, ".4g"),
-            "" if c.delta is None else num(c.delta, "+.4g"),
+            "" if c.delta is None else num(c.delta, "+.4g") if c.delta else "0",
             why,
         )
     return t
