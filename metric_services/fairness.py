@@ -97,7 +97,7 @@ class FairnessFamily:
 
 
 def group_breakdowns(stats: Folded, settings: Settings) -> list[GroupBreakdown]:
-    per: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
+    per: dict[tuple[str, str], list[worst_case.Moments]] = defaultdict(list)
     for scn, f in worst_case.split_scenarios(stats).items():
         if scn.startswith("#"):
             continue
