@@ -10,7 +10,8 @@ from rich.console import Console
 
 from holistic.cli import main
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.detail import SECTIONS, axis_notes, plot_row
+from holistic_client.detail import axis_notes, plot_row
+from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import profiles_table
 from holistic_client.jsonl import write_predictions
 from tests.conftest import drain

@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
-from holistic_client.detail import SECTIONS
+from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.jsonl import read_predictions
 from holistic_client.terminal import console as make_console

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.detail import SECTIONS
+from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.radar import render
 
