@@ -12,9 +12,9 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from holistic_app.cli_errors import OneLineErrors
 from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import Settings, load_settings
+from holistic_app.cli_errors import OneLineErrors
 from holistic_app.families_cli import families as families_group
 from holistic_app.models_cli import models as models_group
 from holistic_client.cli import COMMANDS, target_option

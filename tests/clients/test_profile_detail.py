@@ -8,8 +8,8 @@ import re
 from click.testing import CliRunner
 from rich.console import Console
 
-from holistic_app.cli import main
 from holistic.v1 import profile_pb2 as pp
+from holistic_app.cli import main
 from holistic_client.detail import axis_notes, plot_row
 from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import profiles_table

@@ -24,9 +24,9 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from holistic_app.cli import main as cli
 from holistic.keys import Keys
 from holistic.workqueue import WorkQueue
+from holistic_app.cli import main as cli
 from tests.factories import prediction
 
 pytestmark = pytest.mark.slow

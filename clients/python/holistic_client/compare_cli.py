@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import click
 
 from holistic.v1 import profile_pb2 as pp
+from holistic_client.axes import axis_name, dimension_name
 from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.client import WINDOWS, ClientError
 from holistic_client.compare import Change, compare, previous_range
-from holistic_client.axes import axis_name, dimension_name
 from holistic_client.terminal import console, num, table, text
 
 AXES = [axis_name(k) for k in pp.DimensionKind.values() if k]

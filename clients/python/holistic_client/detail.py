@@ -104,7 +104,7 @@ def axis_notes(p: pp.Profile) -> list[str]:
     for i, a in enumerate(scored):
         for b in scored[i + 1 :]:
             if abs(a.score - b.score) < 1e-12:
-                pair = (names[a.kind], names[b.kind])
+                pair = (dimension_name(a), dimension_name(b))
                 reasons = [f"{n}: {why[n]}" for n in pair if n in why]
                 notes.append(
                     f"{pair[0]} = {pair[1]} = {num(a.score, '.4f')}" + (f" ({'; '.join(reasons)})" if reasons else "")

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.axes import axis_name, dimension_name
+from holistic_client.axes import dimension_name
 from holistic_client.detail import toxicity_measures
 from holistic_client.terminal import count, num, table, text
 
