@@ -15,7 +15,10 @@ def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At p = 0 (or 1) the bound is centre - half = 0 (or 1) exactly; computed, it is rounding noise.
+    lower = 0.0 if successes <= 0 else max(0.0, centre - half)
+    upper = 1.0 if successes >= n else min(1.0, centre + half)
+    return (lower, upper)
 
 
 def mean_var(n: float, total: float, sumsq: float) -> tuple[float, float]:
@@ -49,3 +52,29 @@ def mean_of_means(parts: list[tuple[float, float]], z: float = Z95) -> tuple[flo
         return value, -math.inf, math.inf
     half = z * math.sqrt(var)
     return value, value - half, value + half
+
+
+def part_bounds(value: float, var: float, n: float, proportion: bool, z: float = Z95) -> tuple[float, float] | None:
+    """One part's own interval: normal from its variance, Wilson for a proportion whose normal
+    interval collapses (p = 0 or 1) or does not exist (n = 1); None when it has none."""
+    if proportion and (var == 0.0 or math.isinf(var)) and n > 0:
+        return wilson(value * n, n, z)
+    if math.isinf(var):
+        return None
+    half = z * math.sqrt(var)
+    return (value - half, value + half)
+
+
+def mean_of_parts(parts: list[tuple[float, float, float, bool]], z: float = Z95) -> tuple[float, float, float]:
+    """Unweighted mean of parts (value, variance of it, count, is a proportion) and its interval
+    by MOVER (Zou & Donner 2008): each side adds the parts' own distances to their bounds in
+    quadrature. With only normal parts this is exactly `mean_of_means`; a part at 0 or 1 brings
+    its Wilson interval instead of a point, so an edge is never falsely certain."""
+    k = len(parts)
+    value = sum(p[0] for p in parts) / k
+    bounds = [part_bounds(v, var, n, prop, z) for v, var, n, prop in parts]
+    if any(b is None for b in bounds):
+        return value, -math.inf, math.inf
+    below = math.sqrt(sum((v - b[0]) ** 2 for (v, *_), b in zip(parts, bounds, strict=True) if b)) / k
+    above = math.sqrt(sum((b[1] - v) ** 2 for (v, *_), b in zip(parts, bounds, strict=True) if b)) / k
+    return value, value - below, value + above

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from holistic.families import Axis, Family, FamilyFold, ScenarioAccuracy, ScenarioPart
-from holistic.intervals import mean_of_means
+from holistic.intervals import mean_of_parts
 from holistic.registry import installed, load_family
 from holistic.settings import Settings
 from holistic.signature import make_signature
@@ -244,7 +244,9 @@ def accuracy_dimension(
             else "no predictions with references or a client judgement in this window"
         )
         return dim
-    value, lo, hi = mean_of_means([(acc.metric.value, acc.variance) for _, acc in chosen])
+    value, lo, hi = mean_of_parts(
+        [(a.metric.value, a.variance, a.metric.count, a.metric.interval.method == "wilson") for _, a in chosen]
+    )
     dim.score = value
     dim.count = sum(acc.metric.count for _, acc in chosen)
     if lo > float("-inf"):

@@ -11,13 +11,16 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import Settings, load_settings
+from holistic_app.cli_errors import OneLineErrors
 from holistic_app.families_cli import families as families_group
 from holistic_app.models_cli import models as models_group
 from holistic_client.cli import COMMANDS, target_option
+from holistic_client.compare_cli import compare_command
+from holistic_client.report_cli import report_command
+from holistic_client.terminal import console, table, text
 
 err = Console(stderr=True)
 
@@ -36,7 +39,7 @@ def _logging(settings: Settings) -> None:
     setup_logging(settings.log_format, settings.log_level)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """holistic: continuous, HELM-style holistic evaluation of language-model traffic."""
 
@@ -56,7 +59,8 @@ def up(
     dashboard_address: str | None,
     no_dashboard: bool,
 ) -> None:
-    """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor."""
+    """Everything on embedded defaults: private Redis, gateway, one worker per family, janitor, and the
+    web dashboard (its address is printed at start; --no-dashboard leaves it out)."""
     from holistic_app import up as up_mod
 
     settings = _settings()
@@ -198,15 +202,16 @@ def tokens_new(tenant: str) -> None:
 
 @main.group()
 def dlq() -> None:
-    """Inspect and replay dead-lettered batches."""
+    """Inspect and replay dead-lettered batches (REDIS_URL, else `holistic up`'s Redis in this directory)."""
 
 
 def _queues(settings: Settings) -> list:  # type: ignore[type-arg]
     from holistic.keys import Keys
+    from holistic.local_redis import with_local_redis
     from holistic.redis_conn import sync_client
     from holistic.workqueue import WorkQueue
 
-    client, keys = sync_client(settings), Keys(settings.key_prefix)
+    client, keys = sync_client(with_local_redis(settings)), Keys(settings.key_prefix)
     return [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
 
 
@@ -215,14 +220,12 @@ def _queues(settings: Settings) -> list:  # type: ignore[type-arg]
 def dlq_list(count: int) -> None:
     """Dead letters: which family gave up on which batch, and why."""
     settings = _settings()
-    table = Table(title="dead letters")
-    for col in ("id", "shard", "family", "model", "seq", "deliveries", "reason"):
-        table.add_column(col)
+    out = table("id", "shard", "family", "model", "seq", "deliveries", "reason", title="dead letters")
     for queue in _queues(settings):
         for dl_id, info in queue.dead_letters(count):
-            table.add_row(dl_id, str(queue.shard), info.get("group", ""), info.get("m", ""), info.get("s", ""),
-                          info.get("deliveries", ""), info.get("reason", ""))  # fmt: skip
-    Console().print(table)
+            out.add_row(*(text(v) for v in (dl_id, queue.shard, info.get("group", ""), info.get("m", ""),
+                          info.get("s", ""), info.get("deliveries", ""), info.get("reason", ""))))  # fmt: skip
+    console().print(out)
 
 
 @dlq.command("replay")
@@ -293,7 +296,7 @@ def perturb(infile: Path, outfile: Path, with_: str, seed: int | None, variants_
     click.echo(f"{len(lines):,} predictions -> {variants:,} variants ({unchanged:,} unchanged, left out) in {outfile}")
 
 
-for _command in COMMANDS:
+for _command in (*COMMANDS, compare_command, report_command):
     if _command.name != "models":  # wrapped by the classifier-models group below
         main.add_command(_command)
 main.add_command(models_group)

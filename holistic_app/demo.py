@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 import holistic
-from holistic_client import Client
+from holistic_client import Client, terminal
 from holistic_client.display import detail_tables, family_table, profiles_table, trust_table
 from holistic_client.jsonl import Line, read_predictions
 
@@ -52,7 +52,7 @@ def wait_applied(client: Client, models: list[str], timeout_s: float = 180.0) ->
 
 
 def run(address: str, sample: Path = SAMPLE, batch_size: int = 500, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or terminal.console()
     lines, _ = rebased(sample, time.time())
     models = sorted({ln.prediction.model for ln in lines if ln.prediction is not None})
     console.print(f"streaming {len(lines):,} predictions of {len(models)} models from {sample.name} to {address}")
@@ -68,7 +68,8 @@ def run(address: str, sample: Path = SAMPLE, batch_size: int = 500, console: Con
         wait_applied(client, models)
         elapsed = time.monotonic() - started
         console.print(
-            f"accepted {report.accepted:,} (+{report.duplicates:,} duplicates) in {report.batches} batches; "
+            f"accepted {report.accepted:,} (+{report.duplicates:,} duplicates)"
+            f" in {terminal.count(report.batches, 'batch')}; "
             f"submitted in {submitted:.2f} s, all families applied in {elapsed:.2f} s "
             f"({(report.accepted + report.duplicates) / elapsed:,.0f} predictions/s end to end)"
         )

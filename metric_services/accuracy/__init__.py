@@ -22,7 +22,7 @@ from holistic.families import (
     ScenarioPart,
     prediction_minute,
 )
-from holistic.intervals import mean_of_means, mean_var
+from holistic.intervals import mean_of_parts, mean_var
 from holistic.metric_values import mean, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
@@ -92,7 +92,7 @@ class AccuracyFamily(FamilyBase):
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         scenarios = sorted({k.split("|", 1)[0] for k in stats if k.endswith("|n") and k.count("|") == 1})
         parts: dict[str, ScenarioPart] = {}
-        per_metric: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        per_metric: dict[str, list[tuple[float, float, float, bool]]] = defaultdict(list)
         total = unscored = 0
         for scn in scenarios:
             f = stats.with_prefix(scn + "|")
@@ -108,7 +108,7 @@ class AccuracyFamily(FamilyBase):
                     s = f.get(f"ref|{metric}|sum", 0.0)
                     ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
                     part.metrics.append(_mean(metric, ref_n, s, ss, metric in BINARY))
-                    per_metric[metric].append(mean_var(ref_n, s, ss))
+                    per_metric[metric].append((*mean_var(ref_n, s, ss), ref_n, metric in BINARY))
             judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
             if judged_n:
                 part.metrics.append(proportion("client_judged_correct", NAME, judged_sum, judged_n))
@@ -214,10 +214,10 @@ def _scenario_accuracy(f: dict[str, float], main: str, judged_n: float, judged_s
     )
 
 
-def _macro(name: str, parts: list[tuple[float, float]]) -> Metric:
-    """Unweighted mean over scenarios; count is the number of scenarios."""
-    value, lo, hi = mean_of_means(parts)
-    m = Metric(name=name, family=NAME, value=value, count=len(parts))
+def _macro(name: str, parts: list[tuple[float, float, float, bool]]) -> Metric:
+    """Unweighted mean over scenarios; count is the predictions behind it, as in every other table."""
+    value, lo, hi = mean_of_parts(parts)
+    m = Metric(name=name, family=NAME, value=value, count=int(sum(p[2] for p in parts)))
     if lo > float("-inf"):
         m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
     return m

@@ -176,7 +176,7 @@ def platt_fit(points: Points) -> tuple[float, float]:
     current = loss(theta)
     for _ in range(200):
         z = theta[0] * x + theta[1]
-        sig = 1.0 / (1.0 + np.exp(-z))
+        sig = np.exp(-np.logaddexp(0.0, -z))  # 1 / (1 + e^-z) without overflow when separable data push |z| up
         r = n * sig - c
         grad = np.array([(r * x).sum() + theta[0] / PLATT_C, r.sum()])
         w = n * sig * (1 - sig)

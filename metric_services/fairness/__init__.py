@@ -128,7 +128,7 @@ class FairnessFamily(FamilyBase):
 
 
 def group_breakdowns(stats: Folded, settings: Settings, min_group_count: int) -> list[GroupBreakdown]:
-    per: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
+    per: dict[tuple[str, str], list[worst_case.Moments]] = defaultdict(list)
     for scn, f in worst_case.split_scenarios(stats).items():
         if scn.startswith("#"):
             continue

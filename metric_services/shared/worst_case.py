@@ -16,12 +16,13 @@ not counted twice (HELM asserts there is none). The main metric is fixed when a 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 
 from holistic.families import Partial, ScenarioPart, prediction_minute
 from holistic.instances import SEP, Reducer, Row
-from holistic.intervals import mean_of_means, mean_var
+from holistic.intervals import mean_of_parts, mean_var, wilson
 from holistic.metric_values import mean
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
@@ -103,28 +104,43 @@ def split_scenarios(stats: Folded) -> dict[str, dict[str, float]]:
     return by_scn
 
 
+Moments = tuple[float, float, float, bool]  # mean, variance of the mean, count, all values 0 or 1
+
+
+def _all_zero_or_one(n: float, total: float, sumsq: float) -> bool:
+    """Scores lie in [0, 1], where v² ≤ v with equality only at 0 and 1: Σv² = Σv means a proportion."""
+    return n > 0 and abs(sumsq - total) <= 1e-9 * max(1.0, total)
+
+
 def mean_metric(name: str, family: str, f: Mapping[str, float], prefix: str) -> Metric | None:
     n = f.get(f"{prefix}|n", 0.0)
     if n <= 0:
         return None
-    m = mean(name, family, n, f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0), clip=(0.0, 1.0))
+    total, sumsq = f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0)
+    m = mean(name, family, n, total, sumsq, clip=(0.0, 1.0))
+    var = mean_var(n, total, sumsq)[1]
+    if _all_zero_or_one(n, total, sumsq) and (var == 0.0 or math.isinf(var)):  # at 0 or 1, or one instance
+        lo, hi = wilson(total, n)
+        m.interval.CopyFrom(Interval(lower=lo, upper=hi, level=0.95, method="wilson"))
     return m
 
 
-def macro(name: str, family: str, parts: list[tuple[float, float, float]]) -> Metric:
-    """Unweighted mean over scenarios of (value, variance of the mean, count)."""
-    value, lo, hi = mean_of_means([(v, var) for v, var, _ in parts])
-    m = Metric(name=name, family=family, value=value, count=int(sum(n for *_, n in parts)))
+def macro(name: str, family: str, parts: list[Moments]) -> Metric:
+    """Unweighted mean over scenarios of (value, variance of the mean, count, proportion); a proportion
+    at 0 or 1 brings its Wilson interval (holistic/intervals.py `mean_of_parts`)."""
+    value, lo, hi = mean_of_parts(parts)
+    m = Metric(name=name, family=family, value=value, count=int(sum(p[2] for p in parts)))
     if lo > float("-inf"):
         m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
     return m
 
 
-def moments(f: Mapping[str, float], prefix: str) -> tuple[float, float, float]:
-    """(mean, variance of the mean, count) of a quantity."""
+def moments(f: Mapping[str, float], prefix: str) -> Moments:
+    """(mean, variance of the mean, count, whether every value is 0 or 1) of a quantity."""
     n = f[f"{prefix}|n"]
-    value, var = mean_var(n, f[f"{prefix}|sum"], f.get(f"{prefix}|sumsq", 0.0))
-    return value, var, n
+    total, sumsq = f[f"{prefix}|sum"], f.get(f"{prefix}|sumsq", 0.0)
+    value, var = mean_var(n, total, sumsq)
+    return value, var, n, _all_zero_or_one(n, total, sumsq)
 
 
 class ScenarioWorst:
@@ -139,8 +155,8 @@ class ScenarioWorst:
         self.part = ScenarioPart(count=self.rows, task=self.task, main_metric=self.metric)
         base = f"{self.metric}|"
         q = {k[len(base) :]: v for k, v in f.items() if k.startswith(base)}
-        self.value: tuple[float, float, float] | None = None
-        self.variants: dict[str, dict[str, tuple[float, float, float]]] = {}
+        self.value: Moments | None = None
+        self.variants: dict[str, dict[str, Moments]] = {}
         if q.get("worst|n", 0) > 0:
             self.value = moments(q, "worst")
             self.part.metrics.append(mean_metric(label, family, q, "worst"))  # type: ignore[arg-type]

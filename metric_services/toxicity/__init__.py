@@ -178,7 +178,9 @@ class ToxicityFamily(FamilyBase):
         if empty:
             report.skipped = int(empty)
             report.skipped_reason = "empty output (not scored)"
-        dim = Dimension(kind=DIMENSION_KIND_TOXICITY, definition=DEFINITION)
+        opts = report.signature.options  # name what this classifier measures (e.g. profanity, not toxicity at large)
+        named = f" Here: the {opts['primary']} label of {opts['classifier']}." if opts.get("classifier") else ""
+        dim = Dimension(kind=DIMENSION_KIND_TOXICITY, definition=DEFINITION + named)
         parts = _scenarios(stats)
         if not scored:
             dim.absent_reason = f"all {int(n)} outputs in this window are empty" if n else "no outputs in this window"

@@ -72,7 +72,7 @@ def test_bad_settings_name_the_variable(tmp_path):
 
 @pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path):
-    env = dict(os.environ, COLUMNS="200")
+    env = dict(os.environ, COLUMNS="80")  # a pipe is not a terminal: no width limit whatever COLUMNS says
     env.pop("REDIS_URL", None)
     result = subprocess.run(
         [sys.executable, "-m", "holistic_app", "up", "--demo", "--data-dir", str(tmp_path)],
@@ -84,3 +84,45 @@ def test_demo_runs_end_to_end(tmp_path):
     for model in ("atlas-70b", "gale-mix", "swift-8b"):
         assert model in out
     assert "holistic profiles, all time" in out and "last hour" in out
+    assert "…" not in out  # nothing cut: model names, headers and the summarization table whole
+    assert "rouge_l" in out and "1 batches" not in out
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again on exit: nothing listens there
+
+
+def test_submit_to_a_stopped_gateway_says_so_at_once_and_timeout_bounds_it(tmp_path):
+    path = tmp_path / "preds.jsonl"
+    write_predictions(path, [prediction("p1", model="m1")])
+    target = f"127.0.0.1:{closed_port()}"
+    result = CliRunner().invoke(main, ["submit", str(path), "--target", target, "--no-progress", "--timeout", "1"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"cannot connect to {target}; retrying in ")
+    assert "(attempt 2 of 12, giving up at " in lines[0]
+    assert lines[-1].startswith("error: ") and "UNAVAILABLE" in lines[-1]
+    # the retries stopped at the deadline, long before the 12 attempts (~a minute of backoff) ran out
+    assert not any("attempt 12 of 12" in line for line in lines)
+
+
+def test_small_messages(tmp_path, gateway):
+    help_text = CliRunner().invoke(main, ["up", "--help"]).output
+    assert "dashboard" in help_text.split("Options:")[0]
+    path = tmp_path / "preds.jsonl"
+    path.write_text('{"id": "a", "model": "m1", "scenario": "s"\n')  # an object never closed
+    p = prediction("b", model="", scenario="s")
+    from google.protobuf import json_format
+
+    with path.open("a") as fh:
+        fh.write(json_format.MessageToJson(p, indent=None) + "\n")
+    result = CliRunner().invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"])
+    assert result.exit_code == 1, result.output
+    assert "line 1: not valid JSON at column 43: Expecting ',' delimiter" in result.output
+    assert "line 2 column" not in result.output
+    assert "line 2: model is required: set it on the request or on every prediction (or give --model)" in result.output
+    assert "accepted 0 predictions in 0 batches" in result.output

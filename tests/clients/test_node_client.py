@@ -47,6 +47,26 @@ def test_node_suite_against_a_live_gateway(node, make_gateway, live_workers):
     assert counts["fail"] == 0 and counts["skipped"] == 0 and counts["pass"] >= 7, counts
 
 
+def test_node_suite_against_a_full_deployment(node, make_gateway, make_settings, redis_server):
+    """Every family deployed, as `holistic up` runs them, and a 0.4 s latency objective: the live suite
+    must not lean on the two-family gateway or on default settings."""
+    from holistic.settings import KNOWN_FAMILIES
+    from tests.clients.conftest import LiveWorkers
+
+    settings = make_settings(latency_objective_s=0.4)
+    assert settings.families == list(KNOWN_FAMILIES)
+    workers = LiveWorkers(settings, redis_server, tuple(KNOWN_FAMILIES))
+    try:
+        gw = make_gateway(tokens=TOKEN, latency_objective_s=0.4)
+        result = run_node(node, "--test", target=gw.address)
+    finally:
+        workers.stop()
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-6000:]
+    counts = {k: int(v) for k, v in re.findall(r"^# (pass|fail|skipped) (\d+)$", out, re.M)}
+    assert counts["fail"] == 0 and counts["skipped"] == 0 and counts["pass"] >= 7, counts
+
+
 def applied(client, model: str, n: int) -> pp.Profile | None:
     p = client.get_profile(model)
     return p if p.families and all(f.count == n for f in p.families) else None

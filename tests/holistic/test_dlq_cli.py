@@ -43,3 +43,49 @@ def test_janitor_removes_idle_consumers_with_nothing_pending(r):
     assert "gone-for-good" not in names
     assert {c["name"].decode() for c in r.xinfo_consumers(Keys().stream, "efficiency")} == {"still-busy"}
     assert STALE_CONSUMER_MS == 24 * 3600 * 1000
+
+
+def test_dlq_finds_the_private_redis_of_holistic_up_in_the_working_directory(tmp_path, monkeypatch):
+    from holistic.embedded_redis import EmbeddedRedis
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("HOLISTIC_REDIS_URL", raising=False)
+    monkeypatch.delenv("HOLISTIC_DATA_DIR", raising=False)
+    private = EmbeddedRedis(tmp_path / ".holistic", persist=False)  # where a default `holistic up` runs it
+    private.start()
+    try:
+        import redis as redis_lib
+
+        r = redis_lib.Redis(unix_socket_path=str(private.socket))
+        add_batch(r, "m", 1, n=2)
+        q = WorkQueue(r, Keys())
+        eid = q.read("accuracy", "c1", 1, 1)[0][0]
+        q.deadletter("accuracy", eid, 6, "gave up on [m]")
+        listed = CliRunner().invoke(main, ["dlq", "list"])
+        assert listed.exit_code == 0, listed.output
+        assert "accuracy" in listed.output and "gave up on [m]" in listed.output
+    finally:
+        private.stop()
+
+
+def test_commands_needing_redis_fail_in_one_line_when_there_is_none(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for var in ("REDIS_URL", "HOLISTIC_REDIS_URL", "HOLISTIC_DATA_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    for args in (["dlq", "list"], ["dlq", "replay", "--all"], ["janitor"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in result.output, result.output
+        assert "REDIS_URL is not set" in lines[0]
+    listed = CliRunner().invoke(main, ["dlq", "list"])
+    assert "holistic up" in listed.output and ".holistic/redis.sock" in listed.output
+
+
+def test_an_unreachable_redis_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("REDIS_URL", f"unix://{tmp_path}/nothing-here.sock")
+    result = CliRunner().invoke(main, ["dlq", "list"])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: cannot reach Redis") and len(result.output.strip().splitlines()) == 1

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from holistic.intervals import Z95, mean_of_means, mean_var, normal, wilson
+from holistic.intervals import Z95, mean_of_means, mean_of_parts, mean_var, normal, wilson
 
 Z2 = Z95 * Z95
 
@@ -25,8 +25,7 @@ def test_wilson_none_correct():
     # p = 0: centre = (z^2/2n)/(1 + z^2/n), half = z (z/2n)/(1 + z^2/n) = centre, so
     # lower = 0 and upper = 2 centre = (z^2/n)/(1 + z^2/n) = z^2/(n + z^2) = 3.84146/13.84146 = 0.2775328.
     lo, hi = wilson(0, 10)
-    assert lo == pytest.approx(0.0, abs=1e-9)
-    assert lo >= 0.0
+    assert lo == 0.0  # exactly: computed as centre - half it is rounding noise (2.776e-17)
     assert hi == pytest.approx(Z2 / (10 + Z2), abs=1e-9)
     assert hi == pytest.approx(0.2775327999, abs=1e-9)
 
@@ -36,8 +35,7 @@ def test_wilson_all_correct():
     lo, hi = wilson(10, 10)
     assert lo == pytest.approx(10 / (10 + Z2), abs=1e-9)
     assert lo == pytest.approx(0.7224672001, abs=1e-9)
-    assert hi == pytest.approx(1.0, abs=1e-9)
-    assert hi <= 1.0
+    assert hi == 1.0
 
 
 def test_wilson_half():
@@ -144,3 +142,29 @@ def test_mean_of_means_single_part_is_its_own_interval():
     m, v = mean_var(4, 10.0, 30.0)
     value, lo, hi = mean_of_means([(m, v)])
     assert (value, lo, hi) == pytest.approx((2.5, *normal(4, 10.0, 30.0)), abs=1e-12)
+
+
+def test_mean_of_parts_with_normal_parts_is_mean_of_means():
+    parts = [(0.5, 0.01, 10, True), (0.7, 0.04, 10, False)]
+    assert mean_of_parts(parts) == pytest.approx(mean_of_means([(0.5, 0.01), (0.7, 0.04)]), abs=1e-15)
+
+
+def test_mean_of_parts_brings_wilson_for_a_proportion_at_an_edge():
+    # One wrong answer alone (p = 0, n = 1) beside a scenario at 0.5 (variance 0.01):
+    # Wilson(0, 1) = (0, z^2/(1 + z^2)) = (0, 0.7934506856). value = 0.25.
+    # MOVER: below = sqrt((z 0.1)^2 + 0^2)/2, above = sqrt((z 0.1)^2 + 0.79345^2)/2.
+    value, lo, hi = mean_of_parts([(0.5, 0.01, 50, True), (0.0, math.inf, 1, True)])
+    up0 = Z2 / (1 + Z2)
+    assert value == 0.25
+    assert lo == pytest.approx(0.25 - Z95 * 0.1 / 2, abs=1e-12)
+    assert hi == pytest.approx(0.25 + math.sqrt((Z95 * 0.1) ** 2 + up0**2) / 2, abs=1e-12)
+    assert (lo, hi) == pytest.approx((0.1520018008, 0.6586497824), abs=1e-9)
+
+
+def test_mean_of_parts_single_proportion_at_an_edge_is_its_wilson_interval():
+    # all correct, n = 10 (variance 0): the interval is Wilson(10, 10), not the point 1.
+    value, lo, hi = mean_of_parts([(1.0, 0.0, 10, True)])
+    assert (value, lo, hi) == pytest.approx((1.0, *wilson(10, 10)), abs=1e-15)
+    # a graded mean with no spread stays a point, and one with n = 1 has no interval.
+    assert mean_of_parts([(0.8, 0.0, 10, False)]) == (0.8, 0.8, 0.8)
+    assert mean_of_parts([(0.8, math.inf, 1, False)])[1:] == (-math.inf, math.inf)

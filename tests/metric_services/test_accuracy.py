@@ -279,7 +279,8 @@ def test_report_metrics_are_unweighted_means_over_scenarios(folded):
     report = by_name(folded.report.metrics)
     # exact_match: (1/4 + 1/5 + 1/3 + 0) / 4 = (15 + 12 + 20 + 0)/60 / 4 = 47/240; 4 scenarios.
     assert report["exact_match"].value == pytest.approx(47 / 240, abs=1e-12)
-    assert report["exact_match"].count == 4
+    # n counts the predictions behind the mean (4 + 5 + 3 + 1), as every other table's n does.
+    assert report["exact_match"].count == 13
     # f1: (1/2 + 4/5 + 13/18 + 2/3) / 4 = (45 + 72 + 65 + 60)/90 / 4 = 242/360 = 121/180.
     assert report["f1_score"].value == pytest.approx(121 / 180, abs=1e-12)
     # news has a single prediction (variance of its mean infinite), so no propagated interval.
@@ -304,8 +305,14 @@ def test_accuracy_dimension_is_mean_over_scored_scenarios(folded):
         },
         abs=1e-12,
     )
-    # news (n = 1) has an infinite variance of its mean: the dimension gets no interval.
-    assert not dim.HasField("interval")
+    # news (one client judgement, correct) has no normal interval (n = 1); as a proportion it brings
+    # Wilson(1, 1) = (1/(1 + z^2), 1) = (0.2065493144, 1) instead, combined by MOVER with the others'
+    # normal halves: below = sqrt(z^2 (1/12 + 0.06 + 7/324) + (1 - 0.20655)^2) / 4, above = z sqrt(...) / 4.
+    var = 1 / 12 + 0.06 + 7 / 324
+    low1 = 1 / (1 + Z95 * Z95)
+    assert dim.interval.method == "propagated"
+    assert dim.interval.lower == pytest.approx(127 / 180 - math.sqrt(Z95 * Z95 * var + (1 - low1) ** 2) / 4)
+    assert dim.interval.upper == pytest.approx(min(1.0, 127 / 180 + Z95 * math.sqrt(var) / 4), abs=1e-12)
 
 
 def test_accuracy_dimension_propagated_interval():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 import time
+import warnings
 from collections import Counter
 
 import calibration.utils as helm_cal  # uncertainty-calibration 0.1.4, what crfm-helm calls
@@ -121,6 +122,16 @@ def test_platt_scaling_matches_scikit_learn():
     assert coef == pytest.approx(lr.coef_[0][0], rel=2e-3)
     assert intercept == pytest.approx(lr.intercept_[0], rel=2e-3)
     assert coef > 1  # y ~ p^2: the model is overconfident, Platt sharpens its logit
+
+
+def test_platt_on_separable_data_raises_no_overflow_warning():
+    # 0.49 wrong, 0.51 right and one 1e-12 wrong: separable, so the (barely regularised) slope grows
+    # past exp's range at x = logit(1e-12) = -27.6; the fit still ends, ordering the points, silently.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        coef, intercept = platt_fit(points([1e-12, 0.49, 0.51], [0, 0, 1]))
+    assert coef > 100
+    assert intercept == pytest.approx(0.0, abs=1e-6)  # symmetric about 0.5
 
 
 def test_past_the_exact_cap_the_grid_stays_within_its_bound(settings):

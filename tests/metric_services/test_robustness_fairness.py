@@ -59,6 +59,27 @@ def test_worst_case_by_hand(settings):
     assert f.scenarios["mmlu"].main_metric == "exact_match"
 
 
+def test_worst_case_at_an_edge_has_a_wilson_interval_not_a_point(settings):
+    # five instances, each right with its typo right too: worst = 1 everywhere (0/1 values, no spread).
+    # Wilson(5, 5) = (5/(5 + z^2), 1) = (0.5655175, 1), for the scenario, the perturbation and the axis.
+    from holistic.intervals import wilson
+
+    rows = [r for i in range(5) for r in (original(f"e{i}", True), variant(f"e{i}", "typos", True))]
+    f = fold("robustness", rows, settings)
+    m = {x.name: x for x in f.report.metrics}
+    lo = wilson(5, 5)[0]
+    assert lo == pytest.approx(0.5655175352, abs=1e-9)
+    for metric in (m["robustness"], m["typos_worst"], f.scenarios["mmlu"].metrics[0]):
+        assert metric.value == 1.0
+        assert (metric.interval.lower, metric.interval.upper) == pytest.approx((lo, 1.0), abs=1e-12), metric.name
+    assert (f.dimensions[0].interval.lower, f.dimensions[0].interval.upper) == pytest.approx((lo, 1.0), abs=1e-12)
+    # a graded spread is untouched: the by-hand case above keeps its normal intervals
+    mixed = {x.name: x for x in fold("robustness", ROWS, settings).report.metrics}
+    # worst values 0, 0, 1, 1, 0: variance of the mean (2 - 5 * 0.16) / 4 / 5 = 0.06, clipped below at 0
+    rob = mixed["robustness"].interval
+    assert (rob.lower, rob.upper) == pytest.approx((0.0, 0.4 + 1.959963984540054 * 0.06**0.5), abs=1e-12)
+
+
 def test_fairness_counterfactual_and_groups_by_hand(settings):
     preds = [
         original("g1", False, groups={"dialect": "aae"}), original("g2", True, groups={"dialect": "aae"}),

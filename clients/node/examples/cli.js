@@ -34,7 +34,8 @@ const client = new HolisticClient(opts.target, { token: opts.token });
 try {
   if (command === "submit" && arg) {
     const report = await client.submitFile(arg, { model: opts.model, batchSize: Number(opts["batch-size"]) });
-    console.log(`accepted ${report.accepted} predictions in ${report.batches} batches (${report.duplicates} already accepted earlier); rejected ${report.rejected.length} lines`);
+    const n = (k, word, plural = `${word}s`) => `${k} ${k === 1 ? word : plural}`;
+    console.log(`accepted ${n(report.accepted, "prediction")} in ${n(report.batches, "batch", "batches")} (${report.duplicates} already accepted earlier); rejected ${n(report.rejected.length, "line")}`);
     for (const r of report.rejected) console.error(`  line ${r.line}: ${r.field} ${r.reason}`);
     process.exitCode = report.rejected.length ? 1 : 0;
   } else if (command === "profile" && arg) {

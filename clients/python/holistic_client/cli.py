@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
+import grpc
 from google.protobuf import json_format
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from holistic_client.client import WINDOWS, Client, ClientError
+from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
+from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.jsonl import read_predictions
+from holistic_client.terminal import console as make_console
+from holistic_client.terminal import count, table, text
 
 Connect = Callable[[str], Client]
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+
 
 target_option = click.option(
     "--target", envvar="HOLISTIC_TARGET", default="127.0.0.1:50051", show_default=True, help="Gateway host:port."
@@ -41,7 +44,9 @@ def token_option(fn: Callable[..., None]) -> Callable[..., None]:
         *args: object, token: str | None, ca: str | None, cert: str | None, key: str | None, **kw: object
     ) -> None:
         if "connect" not in kw:  # a command invoked by another passes its own connection maker on
-            kw["connect"] = lambda target: Client(target, token, tls_ca=ca, tls_cert=cert, tls_key=key)
+            kw["connect"] = lambda target: Client(
+                target, token, tls_ca=ca, tls_cert=cert, tls_key=key, on_retry=_say_retrying(target)
+            )
         fn(*args, **kw)
 
     return wrapper
@@ -60,21 +65,45 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
+def _say_retrying(target: str) -> Callable[[RetryNotice], None]:
+    """At once and at each retry: why, which attempt comes next, and when it will give up."""
+
+    def say(n: RetryNotice) -> None:
+        why = (
+            f"cannot connect to {target}"
+            if n.code == grpc.StatusCode.UNAVAILABLE
+            else f"{target} answered {n.code.name}"
+        )
+        until = f", giving up at {time.strftime('%H:%M:%S', time.localtime(n.give_up_at))}" if n.give_up_at else ""
+        make_console(True).print(
+            text(f"{why}; retrying in {n.sleep_s:.1f} s (attempt {n.attempt + 1} of {n.max_attempts}{until})")
+        )
+
+    return say
+
+
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--model", default="", help="Model for lines that do not name one.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option(
+    "--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
+    help="Seconds to keep retrying a batch the gateway does not take (down, or busy) before giving up.",
+)  # fmt: skip
 @target_option
 @token_option
-def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: str, connect: Connect) -> None:
+def submit(
+    file: Path, batch_size: int, model: str, no_progress: bool, timeout: float, target: str, connect: Connect
+) -> None:
     """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON)."""
     total = _count_lines(file)
     with connect(target) as client, Progress(
         TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=err_console, disable=no_progress, transient=True,
+        console=make_console(True), disable=no_progress, transient=True,
     ) as progress:  # fmt: skip
         task = progress.add_task("submit", total=total)
+        client.retry_for_s = timeout
         try:
             report = client.submit_lines(
                 read_predictions(file),
@@ -83,18 +112,21 @@ def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: s
                 on_batch=lambda n: progress.advance(task, n),
             )
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
-    console.print(
-        f"accepted {report.accepted:,} predictions in {report.batches:,} batches"
-        f" ({report.duplicates:,} already accepted earlier); rejected {len({r[0] for r in report.rejected}):,} lines"
+    make_console().print(
+        f"accepted {count(report.accepted, 'prediction')} in {count(report.batches, 'batch')}"
+        f" ({report.duplicates:,} already accepted earlier);"
+        f" rejected {count(len({r[0] for r in report.rejected}), 'line')}"
     )
     report.rejected.sort()
     for line, field, reason in report.rejected[:50]:
         where = f" {field}" if field else ""
-        err_console.print(f"  line {line}:{where} {reason}")
+        if field == "model" and not model:
+            reason += " (or give --model)"
+        make_console(True).print(text(f"  line {line}:{where} {reason}"))
     if len(report.rejected) > 50:
-        err_console.print(f"  ... and {len(report.rejected) - 50} more")
+        make_console(True).print(f"  ... and {len(report.rejected) - 50} more")
     if report.rejected:
         sys.exit(1)
 
@@ -103,24 +135,44 @@ def submit(file: Path, batch_size: int, model: str, no_progress: bool, target: s
 @click.argument("models", nargs=-1, required=True)
 @window_option
 @click.option("--json", "as_json", is_flag=True, help="Canonical protobuf JSON of the Profile.")
+@click.option("--detail", is_flag=True, help="Every panel of the dashboard (or only those named by --section).")
+@click.option(
+    "--section", "sections", multiple=True, type=click.Choice(sorted(SECTIONS)),
+    help="Only this panel (repeatable): why axes are absent or equal, groups, reliability, perturbations, ...",
+)  # fmt: skip
 @target_option
 @token_option
-def profile(models: tuple[str, ...], window: str, as_json: bool, target: str, connect: Connect) -> None:
+def profile(
+    models: tuple[str, ...], window: str, as_json: bool, detail: bool, sections: tuple[str, ...], target: str,
+    connect: Connect,
+) -> None:  # fmt: skip
     """Show the profile of one or more models."""
     with connect(target) as client:
         try:
             profiles = [client.get_profile(m, window) for m in models]
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
     if as_json:
         for p in profiles:
             click.echo(json_format.MessageToJson(p))
         return
-    console.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
-    if len(profiles) == 1:
-        for table in detail_tables(profiles[0]):
-            console.print(table)
+    out = make_console()
+    if sections:
+        for p in profiles:
+            for name in sections:
+                out.print(f"[bold]{text(p.model)}: {name}[/bold]")
+                for part in SECTIONS[name](p):
+                    out.print(part)
+        return
+    out.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
+    for p in profiles if detail else profiles[:1] if len(profiles) == 1 else []:
+        for part in detail_tables(p):
+            out.print(part)
+        for name in SECTIONS if detail else ():
+            out.print(f"[bold]{text(p.model)}: {name}[/bold]")
+            for part in SECTIONS[name](p):
+                out.print(part)
 
 
 @click.command()
@@ -137,9 +189,11 @@ def watch(model: str, window: str, as_json: bool, target: str, connect: Connect)
                 if as_json:
                     click.echo(json_format.MessageToJson(p, indent=None), nl=True)
                 else:
-                    console.print(profiles_table([p], title=f"{model} ({window}) at {p.compute_time.ToJsonString()}"))
+                    make_console().print(
+                        profiles_table([p], title=f"{model} ({window}) at {p.compute_time.ToJsonString()}")
+                    )
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
         except KeyboardInterrupt:
             pass
@@ -150,24 +204,21 @@ def watch(model: str, window: str, as_json: bool, target: str, connect: Connect)
 @token_option
 def models(target: str, connect: Connect) -> None:
     """List the models the service has accepted predictions for."""
-    from rich.table import Table
-
     with connect(target) as client:
         try:
             summaries = client.list_models()
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
-    table = Table(title="models")
-    for col in ("model", "predictions", "batches", "first accepted", "last accepted"):
-        table.add_column(col)
+    out = table("model", "predictions", "batches", "first accepted", "last accepted", title="models",
+                right=("predictions", "batches"))  # fmt: skip
     for s in summaries:
-        table.add_row(
-            s.model, f"{s.accepted_predictions:,}", f"{s.accepted_batches:,}",
+        out.add_row(
+            text(s.model), f"{s.accepted_predictions:,}", f"{s.accepted_batches:,}",
             s.first_accept_time.ToJsonString() if s.HasField("first_accept_time") else "",
             s.last_accept_time.ToJsonString() if s.HasField("last_accept_time") else "",
         )  # fmt: skip
-    console.print(table)
+    make_console().print(out)
 
 
 WINDOW_TITLES = {"all": "all time", "15m": "last 15 minutes", "1h": "last hour", "24h": "last day",
@@ -194,10 +245,10 @@ def radar(models: tuple[str, ...], window: str, output: Path, target: str, conne
         try:
             profiles = [client.get_profile(m, window) for m in models]
         except ClientError as exc:
-            err_console.print(f"[red]error:[/red] {exc}")
+            make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
     output.write_bytes(render(profiles, fmt, title=f"holistic profiles, {WINDOW_TITLES[window]}"))
-    console.print(f"wrote {output} ({len(profiles)} models)")
+    make_console().print(f"wrote {output} ({len(profiles)} models)")
 
 
 COMMANDS = (submit, profile, watch, models, radar)

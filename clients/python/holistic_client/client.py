@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import grpc
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential_jitter
 
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
@@ -19,7 +20,7 @@ from holistic.v1.prediction_pb2 import Prediction
 from holistic_client.errors import ClientError, InvalidPredictions, from_rpc_error, retry_delay_s
 from holistic_client.jsonl import Line
 
-__all__ = ["Client", "ClientError", "InvalidPredictions", "SubmitReport"]
+__all__ = ["Client", "ClientError", "InvalidPredictions", "RetryNotice", "SubmitReport"]
 
 WINDOWS = {
     "all": pp.WINDOW_PRESET_ALL_TIME,
@@ -54,6 +55,17 @@ def _wait(fallback: Callable[..., float]) -> Callable[..., float]:
 
 
 @dataclass
+class RetryNotice:
+    """Told to `on_retry` before each wait: what failed, how often, and when the client gives up."""
+
+    attempt: int  # the attempt that just failed, from 1
+    max_attempts: int
+    code: grpc.StatusCode
+    sleep_s: float
+    give_up_at: float | None  # time.time() after which no attempt starts; None: only max_attempts bounds it
+
+
+@dataclass
 class SubmitReport:
     accepted: int = 0
     duplicates: int = 0
@@ -75,8 +87,14 @@ class Client:
         tls_ca: str | Path | None = None,
         tls_cert: str | Path | None = None,
         tls_key: str | Path | None = None,
+        retry_for_s: float | None = None,
+        on_retry: Callable[[RetryNotice], None] | None = None,
     ) -> None:
-        """TLS when `credentials` or `tls_ca` is given; mutual TLS with `tls_cert` and `tls_key` too."""
+        """TLS when `credentials` or `tls_ca` is given; mutual TLS with `tls_cert` and `tls_key` too.
+
+        A call retries UNAVAILABLE and RetryInfo answers up to `max_attempts` times and, when
+        `retry_for_s` is set, for at most that long; `on_retry` hears of each retry before its wait.
+        """
         options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
         if credentials is None and (tls_ca or tls_cert):
             credentials = tls_credentials(tls_ca, tls_cert, tls_key)
@@ -87,6 +105,8 @@ class Client:
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
+        self.retry_for_s = retry_for_s
+        self.on_retry = on_retry
 
     def close(self) -> None:
         self.channel.close()
@@ -98,16 +118,33 @@ class Client:
         self.close()
 
     def _call(self, fn: Callable[..., object], request: object) -> object:
+        deadline = None if self.retry_for_s is None else time.monotonic() + self.retry_for_s
+        give_up_at = None if self.retry_for_s is None else time.time() + self.retry_for_s
+        wait = _wait(wait_exponential_jitter(multiplier=0.1, max=10.0))
+
+        def bounded_wait(state: RetryCallState) -> float:
+            delay = wait(state)
+            return delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic()))
+
+        def stop(state: RetryCallState) -> bool:
+            return state.attempt_number >= self.max_attempts or (deadline is not None and time.monotonic() >= deadline)
+
+        def notify(state: RetryCallState) -> None:
+            exc = state.outcome.exception()  # type: ignore[union-attr]
+            if self.on_retry is not None and isinstance(exc, grpc.RpcError):
+                sleep = state.next_action.sleep if state.next_action else 0.0
+                self.on_retry(RetryNotice(state.attempt_number, self.max_attempts, exc.code(), sleep, give_up_at))  # type: ignore[attr-defined]
+
         retrying = Retrying(
-            retry=retry_if_exception(_retryable),
-            wait=_wait(wait_exponential_jitter(multiplier=0.1, max=10.0)),
-            stop=stop_after_attempt(self.max_attempts),
-            reraise=True,
+            retry=retry_if_exception(_retryable), wait=bounded_wait, stop=stop, before_sleep=notify, reraise=True
         )
         try:
             for attempt in retrying:
                 with attempt:
-                    return fn(request, timeout=self.timeout_s, metadata=self.metadata)
+                    timeout = self.timeout_s
+                    if deadline is not None:
+                        timeout = max(0.05, min(timeout, deadline - time.monotonic()))
+                    return fn(request, timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
         raise AssertionError("unreachable")

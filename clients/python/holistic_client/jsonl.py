@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,14 @@ from typing import IO
 from google.protobuf import json_format
 
 from holistic.v1.prediction_pb2 import Prediction
+
+_JSON_POSITION = re.compile(r"^Failed to load JSON: (.*): line \d+ column (\d+) \(char \d+\)\.?$", re.S)
+
+
+def _parse_error(exc: json_format.ParseError) -> str:
+    """`not valid JSON at column 44: Expecting ',' delimiter`: a file's line is one JSON line."""
+    m = _JSON_POSITION.match(str(exc))
+    return f"not valid JSON at column {m.group(2)}: {m.group(1)}" if m else str(exc)
 
 
 @dataclass
@@ -36,9 +45,9 @@ def read_predictions(path: str | Path) -> Iterator[Line]:
                 yield Line(number, None, f"not valid UTF-8 at byte {exc.start}")
                 continue
             try:
-                yield Line(number, json_format.Parse(text, Prediction()))
+                yield Line(number, json_format.Parse(text.rstrip("\r\n"), Prediction()))
             except json_format.ParseError as exc:
-                yield Line(number, None, str(exc))
+                yield Line(number, None, _parse_error(exc))
 
 
 def write_predictions(path: str | Path, predictions: Iterable[Prediction]) -> int:

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.display import dimension_name
+from holistic_client.display import axis_title, dimension_name
 
 FORMATS = ("svg", "png")
 # Colour-blind-safe (Okabe-Ito), in a fixed order so a model keeps its colour between runs.
@@ -91,7 +91,8 @@ def radar_figure(profiles: Sequence[pp.Profile], title: str) -> Figure:
     ax.set_rlabel_position(180 / n)  # the scale between the first two axes, clear of both
     ax.tick_params(axis="x", pad=12)
     no_data = [all(s.values[i] is None for s in series) for i in range(n)]
-    ax.set_xticks(angles, labels=[f"{a}\n(no data)" if no_data[i] else a for i, a in enumerate(axes_names)])
+    shown = [axis_title(profiles, a, "\n") for a in axes_names]  # toxicity says what it measures
+    ax.set_xticks(angles, labels=[f"{a}\n(no data)" if no_data[i] else a for i, a in enumerate(shown)])
     for i, label in enumerate(ax.get_xticklabels()):
         label.set_color("#999999" if no_data[i] else "#222222")
         label.set_gid(f"axis-{axes_names[i]}")

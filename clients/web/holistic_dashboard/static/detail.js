@@ -5,7 +5,7 @@ import { groupsSection, worstCaseSection } from "./groups.js";
 import { reliabilitySection } from "./reliability.js";
 import { summarizationSection } from "./summarization.js";
 import {
-  absentReason, allMetrics, count, dimName, fmt, h, hasScore, metricText, notAvailable, num, taskName,
+  absentReason, allMetrics, axisTitle, count, dimName, fmt, h, hasScore, metricText, notAvailable, num, taskName,
 } from "./util.js";
 
 function metricsTable(metrics) {
@@ -20,7 +20,7 @@ function dimensionsSection(p) {
   return [h("h3", {}, "Dimensions"), h("table", {},
     h("thead", {}, h("tr", {}, ["axis", "score", "n", "definition, or why absent"].map((t) => h("th", {}, t)))),
     h("tbody", {}, (p.dimensions ?? []).map((d) => h("tr", { "data-axis": dimName(d) },
-      h("td", {}, dimName(d)),
+      h("td", {}, axisTitle([p], dimName(d))),
       h("td", { class: "num", title: d.lowConfidence ? "low confidence: the sample is small (see the definition)" : null },
         hasScore(d) ? fmt(d.score) + (d.lowConfidence ? " *" : "") : "—"),
       h("td", { class: "num" }, hasScore(d) ? count(d.count) : ""),

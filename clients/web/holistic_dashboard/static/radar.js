@@ -1,6 +1,6 @@
 // The radar overlay of the selected models (Chart.js, vendored). An absent score is null: the
 // outline breaks there (spanGaps off) and is never drawn at 0; an axis no model has is marked.
-import { axesOf, dimension, hasScore } from "./util.js";
+import { axesOf, axisTitle, dimension, hasScore } from "./util.js";
 
 const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
 
@@ -22,6 +22,7 @@ export class Radar {
   constructor(canvas) {
     this.canvas = canvas;
     this.noData = [];
+    this.profiles = [];
     this.chart = new Chart(canvas, {
       type: "radar",
       data: { labels: [], datasets: [] },
@@ -33,7 +34,10 @@ export class Radar {
             pointLabels: {
               font: { size: 13 },
               color: (ctx) => (this.noData[ctx.index] ? "#9ca3af" : "#1d2433"),
-              callback: (label, i) => (this.noData[i] ? `${label} (no data)` : label),
+              callback: (label, i) => {
+                const shown = axisTitle(this.profiles, label);
+                return this.noData[i] ? `${shown} (no data)` : shown;
+              },
             },
           },
         },
@@ -45,6 +49,7 @@ export class Radar {
   show(profiles) {
     const { axes, datasets, noData } = radarData(profiles);
     this.noData = noData;
+    this.profiles = profiles;
     this.chart.data.labels = axes;
     this.chart.data.datasets = datasets;
     this.chart.update("none");

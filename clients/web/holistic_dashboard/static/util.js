@@ -37,6 +37,22 @@ export function dimName(d) {
   return d.axis || axisName(d.kind);
 }
 
+// What the toxicity axis measures, from the toxicity family's signature: "profanity, alt-profanity-check-1.9.1".
+export function toxicityMeasures(profiles) {
+  for (const p of profiles) {
+    const o = family(p, "toxicity")?.signature?.options ?? {};
+    const parts = [o.primary, o.classifier].filter(Boolean);
+    if (parts.length) return parts.join(", ");
+  }
+  return "";
+}
+
+// An axis as shown: its name, and for toxicity what it measures (the terminal and the report say the same).
+export function axisTitle(profiles, axis) {
+  const measures = axis === "toxicity" ? toxicityMeasures(profiles) : "";
+  return measures ? `${axis} (${measures})` : axis;
+}
+
 export function taskName(task) {
   return task ? String(task).replace(/^TASK_/, "").toLowerCase() : "";
 }

@@ -1,7 +1,7 @@
 // The matrix of models × dimensions and the window comparison (the per-model detail is detail.js).
 // Everything is read generically from the Profile message: new families, axes and metrics show
 // up without changes here.
-import { axesOf, count, dimension, fmt, h, halfWidth, hasScore, num } from "./util.js";
+import { axesOf, axisTitle, count, dimension, fmt, h, halfWidth, hasScore, num } from "./util.js";
 
 // --- matrix -------------------------------------------------------------------------------------
 function sortValue(p, key) {
@@ -22,7 +22,7 @@ export function renderMatrix(table, profiles, state, onSort, onPick) {
     class: cls, "data-key": k, "aria-sort": key === k ? (dir > 0 ? "ascending" : "descending") : null,
     onclick: () => onSort(k),
   }, label);
-  const head = h("tr", {}, th("model", "model"), th("predictions", "predictions", "num"), axes.map((a) => th(a, a, "num")));
+  const head = h("tr", {}, th("model", "model"), th("predictions", "predictions", "num"), axes.map((a) => th(a, axisTitle(profiles, a), "num")));
   const body = rows.map((p) => h("tr", { "data-model": p.model, class: state.selected.has(p.model) ? "selected" : null },
     h("td", {}, h("a", { href: "#detail-panel", class: "model", onclick: () => onPick(p.model) }, p.model)),
     h("td", { class: "num", "data-col": "predictions" }, count(p.counts?.windowPredictions)),

@@ -1,0 +1,95 @@
+"""A window against the one before it: what moved, and which moves matter (the dashboard and
+`holistic compare` both use this one rule).
+
+A move matters when the two 95 % intervals do not overlap; where either side has no interval, when
+a radar score moves by at least `min_score_change` or a raw metric by at least `min_relative_change`
+of its earlier value. A radar axis that gains or loses its data always matters. Axes and unitless metrics are better
+higher, `lower_is_better` metrics lower; other metrics with a unit (tokens, tokens/s) move without
+a direction, and `*_total` volumes are left out: the prediction counts already say how busy it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from holistic.v1 import profile_pb2 as pp
+from holistic_client.display import dimension_name
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str  # "accuracy" for an axis, "efficiency/latency_p90" for a family's metric
+    kind: str  # "dimension" or "metric"
+    before: float | None
+    after: float | None
+    delta: float | None
+    better: bool | None  # None when there is no direction (data appeared or vanished, or no move)
+    matters: bool
+    why: str
+
+
+def previous_range(window: pp.Window) -> tuple[float, float] | None:
+    """The span of equal length just before a resolved window; None for all time."""
+    if not window.HasField("range"):
+        return None
+    start = window.range.start_time.seconds + window.range.start_time.nanos * 1e-9
+    end = window.range.end_time.seconds + window.range.end_time.nanos * 1e-9
+    return (start - (end - start), start)
+
+
+def _interval(msg: pp.Dimension | pp.Metric) -> tuple[float, float] | None:
+    return (msg.interval.lower, msg.interval.upper) if msg.HasField("interval") else None
+
+
+def _move(
+    name: str, kind: str, before: float, after: float, intervals: tuple[tuple[float, float] | None, ...],
+    direction: int, matters_without_intervals: bool, threshold_text: str,
+) -> Change:  # fmt: skip
+    """direction: +1 higher is better, -1 lower is better, 0 none."""
+    delta = after - before
+    better = None if delta == 0 or direction == 0 else (delta > 0) == (direction > 0)
+    a, b = intervals
+    if a is not None and b is not None:
+        disjoint = a[1] < b[0] or b[1] < a[0]
+        why = "95% intervals do not overlap" if disjoint else "within the intervals"
+        return Change(name, kind, before, after, delta, better, disjoint, why)
+    why = threshold_text if matters_without_intervals else "small move (no interval)"
+    return Change(name, kind, before, after, delta, better, matters_without_intervals, why)
+
+
+def compare(
+    current: pp.Profile,
+    previous: pp.Profile,
+    min_score_change: float = 0.05,
+    min_relative_change: float = 0.10,
+) -> list[Change]:
+    changes: list[Change] = []
+    before_dims = {dimension_name(d): d for d in previous.dimensions}
+    for d in current.dimensions:
+        name = dimension_name(d)
+        p = before_dims.get(name)
+        had, has = p is not None and p.HasField("score"), d.HasField("score")
+        if had and has:
+            assert p is not None
+            moved = abs(d.score - p.score) >= min_score_change
+            changes.append(_move(name, "dimension", p.score, d.score, (_interval(p), _interval(d)), 1, moved,
+                                 f"moved by at least {min_score_change:g}"))  # fmt: skip
+        elif had != has:
+            before = p.score if had and p is not None else None
+            after = d.score if has else None
+            why = "data appeared" if has else "data vanished: " + d.absent_reason
+            changes.append(Change(name, "dimension", before, after, None, None, True, why))
+    before_metrics = {(f.family, m.name): m for f in previous.families for m in f.metrics}
+    for f in current.families:
+        for m in f.metrics:
+            p_m = before_metrics.get((f.family, m.name))
+            if p_m is None or m.name.endswith("_total"):
+                continue
+            direction = -1 if m.lower_is_better else 0 if m.unit else 1
+            scale = max(abs(p_m.value), 1e-12)
+            moved = abs(m.value - p_m.value) / scale >= min_relative_change
+            intervals = (_interval(p_m), _interval(m))
+            why = f"moved by at least {min_relative_change:.0%}"
+            name = f"{f.family}/{m.name}"
+            changes.append(_move(name, "metric", p_m.value, m.value, intervals, direction, moved, why))
+    return changes

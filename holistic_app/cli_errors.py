@@ -1,0 +1,33 @@
+"""The `holistic` command's one boundary for errors a user can cause: one line on stderr, no traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import redis
+from rich.console import Console
+from rich.markup import escape
+
+from holistic.errors import ConfigError
+
+
+def fail(message: str, code: int = 2) -> None:
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(message)}")
+    raise SystemExit(code)
+
+
+class OneLineErrors(click.Group):
+    """A group whose commands' configuration, connection and file errors end in one line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            fail(str(exc))
+        except redis.ConnectionError as exc:
+            fail(f"cannot reach Redis: {exc}")
+        except redis.RedisError as exc:
+            fail(f"Redis answered with an error: {exc}")
+        except OSError as exc:
+            fail(str(exc))

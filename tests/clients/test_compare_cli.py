@@ -1,0 +1,69 @@
+"""`holistic compare`: this window against the one before, the dashboard's rule, an exit status to gate on."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from click.testing import CliRunner
+
+import holistic_dashboard.compare as dashboard_compare
+from holistic_app.cli import main
+from holistic_client import compare as client_compare
+from holistic_client.compare import Change
+from holistic_client.compare_cli import regressions
+from holistic_client.jsonl import write_predictions
+from tests.conftest import drain
+from tests.factories import prediction
+
+
+def test_the_dashboard_and_the_command_share_one_rule():
+    assert dashboard_compare.compare is client_compare.compare
+    assert dashboard_compare.previous_range is client_compare.previous_range
+
+
+def test_regressions_are_worse_moves_that_matter_on_chosen_names():
+    worse = Change("accuracy", "dimension", 0.9, 0.5, -0.4, False, True, "95% intervals do not overlap")
+    small = Change("toxicity", "dimension", 0.9, 0.89, -0.01, False, False, "within the intervals")
+    better = Change("efficiency", "dimension", 0.5, 0.9, 0.4, True, True, "95% intervals do not overlap")
+    gone = Change("calibration", "dimension", 0.8, None, None, None, True, "data vanished: no confidences")
+    lat = Change("efficiency/latency_p90", "metric", 1.0, 2.0, 1.0, False, True, "95% intervals do not overlap")
+    changes = [worse, small, better, gone, lat]
+    assert regressions(changes, ["accuracy", "toxicity"]) == [worse]
+    assert regressions(changes, ["toxicity", "efficiency", "calibration"]) == []
+    assert regressions(changes, ["any"]) == [worse]  # every axis, not the raw metrics
+    assert regressions(changes, ["efficiency/latency_p90"]) == [lat]
+    assert regressions(changes, []) == []
+
+
+def test_compare_exits_non_zero_when_a_chosen_axis_got_worse(gateway, make_worker, tmp_path):
+    now = time.time()
+    before = [prediction(f"b{i}", model="m", latency_s=0.5, produced_at_s=now - 80 * 60) for i in range(40)]
+    after = [prediction(f"a{i}", model="m", latency_s=0.5, produced_at_s=now, output="Paris" if i % 2 else "Rome")
+             for i in range(40)]  # fmt: skip
+    path = tmp_path / "p.jsonl"
+    write_predictions(path, before + after)
+    runner = CliRunner()
+    assert runner.invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"]).exit_code == 0
+    drain(make_worker("accuracy"), make_worker("efficiency"))
+    args = ["compare", "m", "--window", "1h", "--target", gateway.address]
+
+    # accuracy 40/40 = 1 (Wilson 0.912–1) before, 20/40 = 0.5 (0.352–0.648) now: disjoint, worse.
+    gated = runner.invoke(main, [*args, "--fail-on", "accuracy,toxicity"])
+    assert gated.exit_code == 1, gated.output
+    assert "changes that matter (previous window: 40 predictions)" in gated.output
+    assert "worse: 95% intervals do not overlap" in gated.output
+    assert "m: accuracy got significantly worse (1 → 0.5; 95% intervals do not overlap)" in gated.output
+    # efficiency (every request within the objective, both windows) did not move: exit 0.
+    assert runner.invoke(main, [*args, "--fail-on", "efficiency"]).exit_code == 0
+    assert runner.invoke(main, args).exit_code == 0
+
+    shown = runner.invoke(main, [*args, "--json", "--fail-on", "any"])
+    assert shown.exit_code == 1
+    record = json.loads(shown.output.splitlines()[0])
+    acc = next(c for c in record["changes"] if c["name"] == "accuracy")
+    assert (acc["before"], acc["after"], acc["matters"], acc["better"]) == (1.0, 0.5, True, False)
+    assert record["regressions"] == ["accuracy"]
+
+    bad = runner.invoke(main, [*args, "--fail-on", "acuracy"])
+    assert bad.exit_code == 2 and "unknown axis acuracy" in bad.output
