@@ -18,7 +18,7 @@ import redis.asyncio as aioredis
 from gateway.poller import Poller
 from holistic.errors import Backpressure, Unavailable
 from holistic.keys import Keys
-from holistic.observability import BACKLOG, DEAD_LETTERS, LAG, PENDING, REDIS_UP
+from holistic.observability import BACKLOG, BACKLOG_CAP, DEAD_LETTERS, LAG, PENDING, REDIS_UP
 from holistic.redis_conn import RETRYABLE
 
 log = logging.getLogger("holistic.gateway")
@@ -42,6 +42,7 @@ class BacklogMonitor:
         self.keys = keys
         self.families = families
         self.cap = cap
+        BACKLOG_CAP.set(cap)
         self.shards = shards
         self.interval_s = interval_s
         self.on_health = on_health

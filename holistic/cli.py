@@ -15,6 +15,7 @@ from rich.table import Table
 
 from holistic.classifiers.models_cli import models as models_group
 from holistic.errors import ConfigError, InvalidArgument
+from holistic.integrations_cli import COMMANDS as INTEGRATION_COMMANDS
 from holistic.settings import KNOWN_FAMILIES, Settings, load_settings
 from holistic_client.cli import COMMANDS, target_option
 
@@ -292,3 +293,5 @@ for _command in COMMANDS:
     if _command.name != "models":  # wrapped by the classifier-models group below
         main.add_command(_command)
 main.add_command(models_group)
+for _command in INTEGRATION_COMMANDS:
+    main.add_command(_command)

@@ -1,0 +1,34 @@
+"""Commands for running beside the service: Prometheus quality series out, OpenTelemetry spans in."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from holistic.errors import ConfigError
+
+err = Console(stderr=True)
+
+
+@click.command("quality-exporter")
+@click.option("--address", default=None, help="host:port of /metrics (default HOLISTIC_QUALITY_ADDRESS).")
+def quality_exporter(address: str | None) -> None:
+    """Serve profile quality (axes, intervals, main metrics) as Prometheus series."""
+    from gateway.quality_exporter import load_quality_settings, serve
+    from holistic.observability import setup_logging
+    from holistic.settings import load_settings
+
+    try:
+        settings, quality = load_settings(), load_quality_settings()
+        setup_logging(settings.log_format, settings.log_level)
+        asyncio.run(serve(settings, quality, address))
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
+
+
+COMMANDS = [quality_exporter]
