@@ -85,8 +85,9 @@ def test_the_overlays_render_the_expected_objects():
         | {("Secret", s) for s in ("holistic-tokens", "holistic-client-token", "holistic-redis",
                                   "holistic-gateway-tls")}
         | {("Deployment", n) for n in ("holistic-gateway", "holistic-janitor", "holistic-dashboard",
-                                        "holistic-quality-exporter", *workers)}
-        | {("Service", n) for n in ("holistic-gateway", "holistic-dashboard", "holistic-redis")}
+                                        "holistic-quality-exporter", "holistic-otlp-receiver", *workers)}
+        | {("Service", n) for n in ("holistic-gateway", "holistic-dashboard", "holistic-redis",
+                                     "holistic-otlp-receiver")}
         | {("PodDisruptionBudget", n) for n in ("holistic-gateway", "holistic-redis", *workers)}
         | {("ScaledObject", n) for n in workers}
         | {("HorizontalPodAutoscaler", "holistic-gateway"), ("StatefulSet", "holistic-redis")}
