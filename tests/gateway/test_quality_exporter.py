@@ -133,3 +133,24 @@ def test_bad_settings_name_the_variable():
         load_quality_settings(windows=["2h"])
     with pytest.raises(ConfigError, match="HOLISTIC_QUALITY_AXIS_FLOORS"):
         load_quality_settings(axis_floors={"speed": 0.5})
+
+
+def test_a_tenants_models(make_gateway, make_worker):
+    """`tenant|*` picks a tenant's models; the series name the tenant and the model as the tenant sees it."""
+    from holistic.tenants import hash_token
+    from tests.conftest import drain
+
+    gw = make_gateway(families=["accuracy"], tokens=f"team-a:sha256:{hash_token('tok-a')},tok-default")
+    with gw.client("tok-a") as a, gw.client("tok-default") as d:
+        a.submit([prediction("x1"), prediction("x2", output="Rome")], model="shared-name")
+        d.submit([prediction("y1")], model="shared-name")
+    drain(make_worker("accuracy", gw.settings))
+    exporter = ExporterThread(gw.settings, load_quality_settings(models=["team-a|*"], windows=["all"]))
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    scores = {dict(k[1])["tenant"]: v for k, v in got.items() if k[0] == "holistic_quality_axis_score"}
+    assert scores == {"team-a": 0.5}  # the default tenant's model of the same name is not picked
+    (labels_,) = [dict(k[1]) for k in got if k[0] == "holistic_quality_axis_score"]
+    assert labels_["model"] == "shared-name"
