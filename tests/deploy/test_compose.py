@@ -9,10 +9,12 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from holistic.demo import SAMPLE, rebased, wait_applied
 from holistic.up import free_address, wait_serving
@@ -67,14 +69,38 @@ def pending(project: str, consumer: str, env: dict[str, str]) -> int:
     return 0
 
 
+def axis_score(url: str, labels: dict[str, str]) -> float | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "holistic_quality_axis_score" and sample.labels == labels:
+                return sample.value
+    return None
+
+
+def send_span(endpoint: str, model: str) -> None:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True)))
+    provider.get_tracer("compose-test").start_span("chat", attributes={"gen_ai.request.model": model}).end()
+    provider.shutdown()
+
+
 def test_the_compose_file_runs_scales_and_survives_a_sigkill(images):
     base_env, image = images
-    gateway = free_address()
+    gateway, otlp, quality_port = free_address(), free_address(), free_address().rpartition(":")[2]
     project = f"hlcompose{os.getpid()}"
     env = dict(base_env, HOLISTIC_IMAGE=image, HOLISTIC_BASE_IMAGE=containers.BASE_IMAGE,
                HOLISTIC_REDIS_IMAGE=containers.BASE_IMAGE, HOLISTIC_GATEWAY_PORT=gateway.rpartition(":")[2],
-               HOLISTIC_DASHBOARD_PORT=free_address().rpartition(":")[2],
-               HOLISTIC_SUMMARIZATION_SEMANTIC="off")  # fmt: skip
+               HOLISTIC_DASHBOARD_PORT=free_address().rpartition(":")[2], HOLISTIC_QUALITY_PORT=quality_port,
+               HOLISTIC_OTLP_PORT=otlp.rpartition(":")[2], HOLISTIC_SUMMARIZATION_SEMANTIC="off")  # fmt: skip
     try:
         compose(project, env, "up", "-d")
         wait_serving(gateway, timeout_s=180)
@@ -91,6 +117,20 @@ def test_the_compose_file_runs_scales_and_survives_a_sigkill(images):
                     ["accuracy", "bias", "calibration", "efficiency", "fairness", "robustness", "summarization",
                      "toxicity"], n)  # fmt: skip
                 assert all(d.HasField("score") for d in profile.dimensions), model
+
+            # the quality exporter's series equal the gateway's profile; a GenAI span comes in over OTLP
+            day = next(d for d in client.get_profile("atlas-70b", "24h").dimensions if d.kind == 1)
+            want = {"tenant": "default", "model": "atlas-70b", "axis": "accuracy", "window": "24h", "period": "current"}
+            deadline = time.monotonic() + 120
+            while (score := axis_score(f"http://127.0.0.1:{quality_port}/metrics", want)) is None:
+                assert time.monotonic() < deadline, "the quality exporter never showed atlas-70b's accuracy"
+                time.sleep(1)
+            assert score == pytest.approx(day.score, abs=1e-12)
+            send_span(otlp, "otel-model")
+            deadline = time.monotonic() + 60
+            while not [m for m in client.list_models() if m.model == "otel-model"]:
+                assert time.monotonic() < deadline, "the OTLP span never reached the gateway"
+                time.sleep(0.5)
 
             # scale one family to 3 replicas: all three consume from the accuracy group
             compose(project, env, "up", "-d", "--scale", "worker-accuracy=3")
