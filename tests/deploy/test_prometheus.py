@@ -82,7 +82,7 @@ class Prometheus:
         assert body["status"] == "success", body
         return body["data"]
 
-    def until(self, what: str, fn, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
+    def until(self, what: str, fn, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + timeout_s
         last: object = None
         while time.monotonic() < deadline:
