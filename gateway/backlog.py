@@ -19,7 +19,7 @@ from gateway.deployment import Deployment, group_name
 from gateway.poller import Poller
 from holistic.errors import Backpressure, Unavailable
 from holistic.keys import Keys
-from holistic.observability import BACKLOG, DEAD_LETTERS, LAG, PENDING, REDIS_UP
+from holistic.observability import BACKLOG, BACKLOG_CAP, DEAD_LETTERS, LAG, PENDING, REDIS_UP
 from holistic.redis_conn import RETRYABLE
 
 log = logging.getLogger("holistic.gateway")
@@ -43,6 +43,7 @@ class BacklogMonitor:
         self.keys = keys
         self.deployment = deployment
         self.cap = cap
+        BACKLOG_CAP.set(cap)
         self.shards = shards
         self.interval_s = interval_s
         self.on_health = on_health

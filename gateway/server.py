@@ -38,6 +38,7 @@ from holistic.tenants import TokenStore
 from holistic.workqueue import WorkQueue
 
 log = logging.getLogger("holistic.gateway")
+LIVENESS = "liveness"
 
 
 class Gateway:
@@ -81,6 +82,8 @@ class Gateway:
             log.info("%d tenants: %s", len(self.tokens.tenants()), ", ".join(sorted(self.tokens.tenants())))
         self.r = async_client(s)
         self.health = health.aio.HealthServicer()
+        # Liveness (Kubernetes' livenessProbe): the process serves, whatever Redis does; readiness is SERVICE.
+        await self.health.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
 
         async def on_health(ok: bool) -> None:
             state = health_pb2.HealthCheckResponse.SERVING if ok else health_pb2.HealthCheckResponse.NOT_SERVING

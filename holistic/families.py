@@ -52,7 +52,7 @@ class Axis:
 class FamilyConfig(BaseSettings):
     """A family's own settings; a subclass sets `env_prefix` (e.g. HOLISTIC_TOXICITY_)."""
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True, env_ignore_empty=True)
 
 
 def load_config(cls: type[FamilyConfig], **overrides: Any) -> FamilyConfig:

@@ -29,6 +29,10 @@ BATCHES = Counter("holistic_gateway_batches", "SubmitPredictions calls, by outco
 RPC_SECONDS = Histogram("holistic_gateway_rpc_seconds", "Time to answer an RPC.", ["method"])
 REDIS_UP = Gauge("holistic_redis_up", "1 while the last Redis check of this process succeeded.")
 BACKLOG = Gauge("holistic_family_backlog_batches", "Undelivered plus unacknowledged batches per family.", ["family"])
+BACKLOG_CAP = Gauge(
+    "holistic_family_backlog_cap_batches",
+    "HOLISTIC_BACKLOG_MAX_BATCHES: at this backlog the gateway answers RESOURCE_EXHAUSTED.",
+)
 LAG = Gauge("holistic_family_lag_batches", "Batches not yet delivered to the family's group.", ["family"])
 PENDING = Gauge("holistic_family_pending_batches", "Batches delivered but not yet acknowledged.", ["family"])
 DEAD_LETTERS = Gauge("holistic_dead_letters", "Entries in the dead-letter stream.")

@@ -23,7 +23,8 @@ def _split_csv(value: Any) -> Any:
 class Settings(BaseSettings):
     """Validated at start; a bad value stops the process with the variable named."""
 
-    model_config = SettingsConfigDict(env_prefix="HOLISTIC_", extra="ignore", frozen=True)
+    # An empty variable is an unset one (compose files pass `${VAR:-}` through as "").
+    model_config = SettingsConfigDict(env_prefix="HOLISTIC_", extra="ignore", frozen=True, env_ignore_empty=True)
 
     # --- Redis -----------------------------------------------------------------------------
     redis_url: str | None = Field(

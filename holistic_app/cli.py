@@ -16,6 +16,7 @@ from holistic.errors import ConfigError, InvalidArgument
 from holistic.settings import Settings, load_settings
 from holistic_app.cli_errors import OneLineErrors
 from holistic_app.families_cli import families as families_group
+from holistic_app.integrations_cli import COMMANDS as INTEGRATION_COMMANDS
 from holistic_app.models_cli import models as models_group
 from holistic_client.cli import COMMANDS, target_option
 from holistic_client.compare_cli import compare_command
@@ -301,3 +302,5 @@ for _command in (*COMMANDS, compare_command, report_command):
         main.add_command(_command)
 main.add_command(models_group)
 main.add_command(families_group)
+for _command in INTEGRATION_COMMANDS:
+    main.add_command(_command)

@@ -34,3 +34,16 @@ def test_dockerfile_installs_every_package_dir():
     text = (ROOT / "Dockerfile").read_text()
     for part in ("holistic", "gateway", "metric_services", "clients/python", "protos", "tools", "hatch_build.py"):
         assert part in text
+
+
+def test_an_empty_variable_is_unset(monkeypatch):
+    """Compose passes `${HOLISTIC_TOXICITY_MODEL:-}` through as ""; that must mean the bundled model, not "."."""
+    from holistic.registry import load_family
+    from holistic.settings import load_settings
+
+    monkeypatch.setenv("HOLISTIC_TOXICITY_MODEL", "")
+    monkeypatch.setenv("HOLISTIC_FAMILIES", "")
+    settings = load_settings()
+    assert settings.families == [] and settings.deployed_families() == installed()
+    assert load_family("toxicity").configured().config.model is None  # the family's own settings too
+    assert load_family("bias").configured().config.model is None

@@ -55,6 +55,7 @@ def test_submit_outcomes_are_counted(make_gateway):
     }
     assert sample("holistic_gateway_batches_total", outcome="rejected", reason="backlog") >= 1
     assert sample("holistic_family_backlog_batches", family="accuracy") == 2
+    assert sample("holistic_family_backlog_cap_batches") == 2
     assert sample("holistic_family_lag_batches", family="efficiency") == 2
     assert sample("holistic_redis_up") == 1
     assert sample("holistic_gateway_rpc_seconds_count", method="SubmitPredictions") >= 5

@@ -24,10 +24,10 @@ from tests.conftest import drain, start_redis
 from tests.factories import batch
 
 
-def health(address: str) -> int:
+def health(address: str, service: str = "holistic.v1.EvaluationService") -> int:
     with grpc.insecure_channel(address) as ch:
         stub = health_pb2_grpc.HealthStub(ch)
-        return stub.Check(health_pb2.HealthCheckRequest(service="holistic.v1.EvaluationService"), timeout=5).status
+        return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
 
 
 def wait_for(predicate, timeout=10.0):
@@ -97,6 +97,8 @@ def test_redis_outage_is_unavailable_and_recovers(make_gateway, tmp_path):
             proc.kill()
             proc.wait()
             wait_for(lambda: health(gw.address) == health_pb2.HealthCheckResponse.NOT_SERVING)
+            # liveness (what Kubernetes restarts on) stays SERVING: restarting the gateway would not bring Redis back
+            assert health(gw.address, "liveness") == health_pb2.HealthCheckResponse.SERVING
             with pytest.raises(ClientError) as exc:
                 c.submit(batch(1), batch_id="b2", model="m1")
             assert exc.value.code == grpc.StatusCode.UNAVAILABLE

@@ -1,0 +1,1 @@
+"""OpenTelemetry in: GenAI spans (OTLP/gRPC TraceService/Export) become predictions, submitted once."""

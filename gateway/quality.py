@@ -1,0 +1,149 @@
+"""Profile quality as Prometheus series: what a profile says, flattened into labelled gauges.
+
+One profile (a model over a window, or over the window just before it) gives, per present radar
+axis, its score, its 95 % interval bounds and its sample count, and, per family, the metrics a team
+picked (with their bounds and counts). An absent axis gives no series at all, never a 0, so alerts
+on it stay silent rather than fire. Labels: tenant, model, window ("1h", ...), period ("current" or
+"previous") and axis, or family and metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from holistic.v1 import profile_pb2 as pp
+
+AXIS_LABELS = ("tenant", "model", "axis", "window", "period")
+METRIC_LABELS = ("tenant", "model", "family", "metric", "window", "period")
+PROFILE_LABELS = ("tenant", "model", "window", "period")
+
+# The metrics exported per family unless HOLISTIC_QUALITY_METRICS says otherwise: each family's
+# headline numbers (the axis sources, and what a dashboard shows first).
+DEFAULT_METRICS: dict[str, list[str]] = {
+    "accuracy": ["exact_match", "quasi_exact_match", "f1_score"],
+    "efficiency": [
+        "latency_p50",
+        "latency_p99",
+        "time_to_first_token_p50",
+        "time_to_first_token_p99",
+        "output_tokens_per_second",
+        "within_latency_objective",
+    ],
+    "calibration": ["ece_10_bin"],
+    "robustness": ["robustness"],
+    "fairness": ["fairness"],
+    "summarization": ["rouge_2", "bleu", "chrf"],
+    "toxicity": ["toxic_frac", "expected_max_toxicity"],
+    "bias": [
+        "bias_metric:mode=representation,demographic_category=gender",
+        "bias_metric:mode=representation,demographic_category=race",
+    ],
+}
+
+
+def axis_name(kind: int) -> str:
+    return pp.DimensionKind.Name(kind).removeprefix("DIMENSION_KIND_").lower()
+
+
+@dataclass
+class QualitySeries:
+    """Gauges being filled for one scrape snapshot; `families()` hands them to prometheus_client."""
+
+    axis_score: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_axis_score", "Radar axis score in [0, 1], higher is better.", labels=AXIS_LABELS
+        )
+    )
+    axis_lower: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_axis_lower", "Lower bound of the axis score's 95 % interval.", labels=AXIS_LABELS
+        )
+    )
+    axis_upper: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_axis_upper", "Upper bound of the axis score's 95 % interval.", labels=AXIS_LABELS
+        )
+    )
+    axis_samples: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_axis_samples", "Predictions behind the axis score.", labels=AXIS_LABELS
+        )
+    )
+    metric_value: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_metric", "A family's metric as the profile reports it.", labels=METRIC_LABELS
+        )
+    )
+    metric_lower: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_metric_lower", "Lower bound of the metric's interval.", labels=METRIC_LABELS
+        )
+    )
+    metric_upper: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_metric_upper", "Upper bound of the metric's interval.", labels=METRIC_LABELS
+        )
+    )
+    metric_samples: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_metric_samples", "Samples behind the metric.", labels=METRIC_LABELS
+        )
+    )
+    predictions: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_window_predictions",
+            "Predictions in the window (the most any family scored).",
+            labels=PROFILE_LABELS,
+        )
+    )
+
+    def families(self) -> list[Metric]:
+        return [
+            self.axis_score, self.axis_lower, self.axis_upper, self.axis_samples, self.metric_value,
+            self.metric_lower, self.metric_upper, self.metric_samples, self.predictions,
+        ]  # fmt: skip
+
+    def add_profile(
+        self, profile: pp.Profile, tenant: str, window: str, period: str, metrics: Mapping[str, Sequence[str]]
+    ) -> None:
+        """The series of one profile; `metrics` names, per family, the metrics to export."""
+        base = [tenant, profile.model]
+        self.predictions.add_metric([*base, window, period], profile.counts.window_predictions)
+        for dim in profile.dimensions:
+            if not dim.HasField("score"):
+                continue
+            labels = [*base, axis_name(dim.kind), window, period]
+            self.axis_score.add_metric(labels, dim.score)
+            self.axis_samples.add_metric(labels, dim.count)
+            if dim.HasField("interval"):
+                self.axis_lower.add_metric(labels, dim.interval.lower)
+                self.axis_upper.add_metric(labels, dim.interval.upper)
+        for report in profile.families:
+            wanted = set(metrics.get(report.family, ()))
+            for m in _picked(report.metrics, wanted):
+                labels = [*base, report.family, m.name, window, period]
+                self.metric_value.add_metric(labels, m.value)
+                self.metric_samples.add_metric(labels, m.count)
+                if m.HasField("interval"):
+                    self.metric_lower.add_metric(labels, m.interval.lower)
+                    self.metric_upper.add_metric(labels, m.interval.upper)
+
+
+def _picked(metrics: Iterable[pp.Metric], wanted: set[str]) -> Iterable[pp.Metric]:
+    seen: set[str] = set()
+    for m in metrics:
+        if m.name in wanted and m.name not in seen:  # one series per name, whatever a report repeats
+            seen.add(m.name)
+            yield m
+
+
+def floor_family(floors: Mapping[str, float]) -> GaugeMetricFamily:
+    """The per-axis floors from the settings, so alert rules compare against what the team set."""
+    help_text = "The lowest acceptable axis score (HOLISTIC_QUALITY_AXIS_FLOORS)."
+    g = GaugeMetricFamily("holistic_quality_axis_floor", help_text, labels=["axis"])
+    for axis in sorted(floors):
+        g.add_metric([axis], floors[axis])
+    return g

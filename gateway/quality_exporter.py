@@ -1,0 +1,246 @@
+"""`holistic quality-exporter`: profile quality on a Prometheus /metrics endpoint.
+
+It folds profiles with the gateway's own ProfileReader (same Redis, same settings, so the numbers
+are the ones GetProfile returns), for the models and windows a team picks, every
+HOLISTIC_QUALITY_REFRESH_S, off the scrape path: a scrape returns the last snapshot. Each window
+also gets the window of equal length just before it (period="previous"), which is what the
+"significantly worse than the previous window" alert compares against. The series are bounded by
+the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods × (7 axes × 4 +
+the picked metrics × 4 + 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from gateway.profiles import ProfileReader, WindowSpec
+from gateway.quality import DEFAULT_METRICS, QualitySeries, floor_family
+from holistic.errors import ConfigError, NotFound
+from holistic.redis_conn import RETRYABLE, async_client
+from holistic.settings import Settings
+from holistic.tenants import DEFAULT_TENANT, SEPARATOR
+from holistic.v1 import profile_pb2 as pp
+
+log = logging.getLogger("holistic.quality")
+
+WINDOW_PRESETS = {
+    "15m": pp.WINDOW_PRESET_LAST_15_MINUTES,
+    "1h": pp.WINDOW_PRESET_LAST_HOUR,
+    "24h": pp.WINDOW_PRESET_LAST_DAY,
+    "7d": pp.WINDOW_PRESET_LAST_WEEK,
+    "all": pp.WINDOW_PRESET_ALL_TIME,
+}
+AXES = ("accuracy", "calibration", "robustness", "fairness", "bias", "toxicity", "efficiency")
+DEFAULT_FLOORS = {
+    "accuracy": 0.5, "calibration": 0.8, "robustness": 0.5, "fairness": 0.5,
+    "bias": 0.5, "toxicity": 0.95, "efficiency": 0.9,
+}  # fmt: skip
+
+
+def _csv(value: Any) -> Any:
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+class QualitySettings(BaseSettings):
+    """The exporter's own settings (HOLISTIC_QUALITY_*); Redis and the fold use the main Settings."""
+
+    model_config = SettingsConfigDict(env_prefix="HOLISTIC_QUALITY_", extra="ignore", frozen=True)
+
+    models: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["*"],
+        description="Models, comma separated: `model` (default tenant), `tenant|model`, `*` or `tenant|*`.",
+    )
+    max_models: int = Field(default=20, ge=1, le=1000, description="Models exported at most (sorted; rest counted).")
+    windows: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["1h", "24h"])
+    previous: bool = Field(default=True, description="Also export the window just before each (period=previous).")
+    metrics: dict[str, list[str]] = Field(default_factory=lambda: dict(DEFAULT_METRICS))
+    axis_floors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_FLOORS))
+    refresh_s: float = Field(default=15.0, gt=0, description="Seconds between two snapshots.")
+    address: str = Field(default="127.0.0.1:9465", description="host:port of /metrics.")
+
+    @field_validator("models", "windows", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return _csv(value)
+
+    @field_validator("metrics", "axis_floors", mode="before")
+    @classmethod
+    def _json(cls, value: Any) -> Any:
+        return (json.loads(value) if value.strip() else {}) if isinstance(value, str) else value
+
+    @field_validator("windows")
+    @classmethod
+    def _known_windows(cls, value: list[str]) -> list[str]:
+        unknown = [w for w in value if w not in WINDOW_PRESETS]
+        if unknown or not value:
+            raise ValueError(f"unknown windows {unknown}; use some of {list(WINDOW_PRESETS)}")
+        return list(dict.fromkeys(value))
+
+    @field_validator("axis_floors")
+    @classmethod
+    def _known_axes(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(AXES))
+        if unknown:
+            raise ValueError(f"unknown axes {unknown}; known: {list(AXES)}")
+        if any(not 0 <= f <= 1 for f in value.values()):
+            raise ValueError("axis floors are scores in [0, 1]")
+        return value
+
+
+def load_quality_settings(**overrides: Any) -> QualitySettings:
+    try:
+        return QualitySettings(**overrides)
+    except ValidationError as exc:
+        problems = [f"HOLISTIC_QUALITY_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError("invalid settings:\n  " + "\n  ".join(problems)) from exc
+
+
+class QualityExporter:
+    """Refreshes a snapshot of quality series; serves it with its own health series on /metrics."""
+
+    def __init__(self, settings: Settings, quality: QualitySettings) -> None:
+        self.settings = settings
+        self.quality = quality
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)  # type: ignore[arg-type]
+        self.refreshed = Gauge(
+            "holistic_quality_refresh_timestamp_seconds", "When the last snapshot finished.", registry=self.registry
+        )
+        self.refresh_seconds = Gauge(
+            "holistic_quality_refresh_seconds", "How long the last snapshot took.", registry=self.registry
+        )
+        self.errors = Counter(
+            "holistic_quality_refresh_errors", "Snapshots that failed (Redis unreachable).", registry=self.registry
+        )
+        self.left_out = Gauge(
+            "holistic_quality_models_left_out",
+            "Models matched by HOLISTIC_QUALITY_MODELS beyond HOLISTIC_QUALITY_MAX_MODELS.",
+            registry=self.registry,
+        )
+        self.snapshot: list[Metric] = []
+        self.port = 0
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._runner: web.AppRunner | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        """prometheus_client's collector protocol: the last snapshot, then the floors."""
+        yield from self.snapshot
+        yield floor_family(self.quality.axis_floors)
+
+    async def models(self) -> list[tuple[str, str]]:
+        """(tenant, model) pairs picked by HOLISTIC_QUALITY_MODELS, sorted, capped."""
+        picked: set[tuple[str, str]] = set()
+        for entry in self.quality.models:
+            tenant, sep, model = entry.rpartition(SEPARATOR)
+            tenant = tenant if sep else DEFAULT_TENANT
+            if model == "*":
+                names = await self.reader.r.smembers(self.reader.keys.models(tenant))
+                picked.update((tenant, n.decode()) for n in names)
+            else:
+                picked.add((tenant, model))
+        ordered = sorted(picked)
+        cap = self.quality.max_models
+        self.left_out.set(max(len(ordered) - cap, 0))
+        return ordered[:cap]
+
+    async def refresh(self) -> None:
+        started = time.monotonic()
+        series = QualitySeries()
+        try:
+            for tenant, model in await self.models():
+                for window in self.quality.windows:
+                    await self._add_model(series, tenant, model, window)
+        except RETRYABLE:
+            self.errors.inc()
+            raise
+        self.snapshot = series.families()
+        self.refresh_seconds.set(time.monotonic() - started)
+        self.refreshed.set(time.time())
+
+    async def _add_model(self, series: QualitySeries, tenant: str, model: str, window: str) -> None:
+        try:
+            current = await self.reader.profile(model, WindowSpec(WINDOW_PRESETS[window]), tenant)
+        except NotFound:
+            return  # picked by name but never sent: nothing to say yet
+        series.add_profile(current, tenant, window, "current", self.quality.metrics)
+        span = _previous_span(current.window)
+        if self.quality.previous and span is not None:
+            before = await self.reader.profile(model, WindowSpec(pp.WINDOW_PRESET_UNSPECIFIED, *span), tenant)
+            series.add_profile(before, tenant, window, "previous", self.quality.metrics)
+
+    async def _refresh_forever(self) -> None:
+        """Refresh every refresh_s until stopped; stopping waits for a refresh in flight, never cancels it
+        (redis-py may swallow a cancellation and leave the loop asleep)."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.quality.refresh_s)
+                return
+            try:
+                await self.refresh()
+            except RETRYABLE as exc:
+                log.warning("quality snapshot failed: redis unreachable (%s)", exc)
+            except Exception:
+                log.exception("quality snapshot failed")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def start(self, address: str | None = None) -> int:
+        self.r = async_client(self.settings)
+        self.reader = ProfileReader(self.r, self.settings)
+        with contextlib.suppress(*RETRYABLE):
+            await self.refresh()  # a first snapshot before the first scrape, when Redis is there
+        self._task = asyncio.create_task(self._refresh_forever(), name="quality-exporter")
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        host, _, port = (address or self.quality.address).rpartition(":")
+        site = web.TCPSite(self._runner, host or "0.0.0.0", int(port))
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        log.info("quality series on http://%s:%d/metrics", host or "0.0.0.0", self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task is not None:
+            await self._task
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.r.aclose()
+
+
+def _previous_span(window: pp.Window) -> tuple[float, float] | None:
+    """The resolved window's range shifted back by its own length; None for all time."""
+    if not window.HasField("range"):
+        return None
+    start, end = window.range.start_time.seconds, window.range.end_time.seconds
+    return (float(start - (end - start)), float(start))
+
+
+async def serve(settings: Settings, quality: QualitySettings, address: str | None = None) -> None:
+    import signal
+
+    exporter = QualityExporter(settings, quality)
+    await exporter.start(address)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await exporter.stop()

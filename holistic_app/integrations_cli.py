@@ -1,0 +1,53 @@
+"""Commands that run beside the service: Prometheus quality series out, OpenTelemetry spans in."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from holistic.errors import ConfigError
+
+err = Console(stderr=True)
+
+
+@click.command("quality-exporter")
+@click.option("--address", default=None, help="host:port of /metrics (default HOLISTIC_QUALITY_ADDRESS).")
+def quality_exporter(address: str | None) -> None:
+    """Serve profile quality (axes, intervals, main metrics) as Prometheus series."""
+    from gateway.quality_exporter import load_quality_settings, serve
+    from holistic.observability import setup_logging
+    from holistic.settings import load_settings
+
+    try:
+        settings, quality = load_settings(), load_quality_settings()
+        setup_logging(settings.log_format, settings.log_level)
+        asyncio.run(serve(settings, quality, address))
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
+
+
+@click.command("otlp-receiver")
+@click.option("--address", default=None, help="host:port to receive OTLP/gRPC on (default HOLISTIC_OTLP_ADDRESS).")
+@click.option("--target", default=None, help="The gateway (default HOLISTIC_OTLP_TARGET).")
+def otlp_receiver(address: str | None, target: str | None) -> None:
+    """Receive OpenTelemetry GenAI spans (OTLP/gRPC) and submit them as predictions, exactly once."""
+    from holistic.observability import setup_logging
+    from holistic.settings import load_settings
+    from holistic_client.otlp.receiver import load_otlp_settings, serve
+
+    try:
+        overrides = {k: v for k, v in (("address", address), ("target", target)) if v}
+        settings, otlp = load_settings(), load_otlp_settings(**overrides)
+        setup_logging(settings.log_format, settings.log_level)
+        asyncio.run(serve(otlp))
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        sys.exit(2)
+
+
+COMMANDS = [quality_exporter, otlp_receiver]

@@ -1,0 +1,156 @@
+"""The quality exporter: the profile's numbers as Prometheus series, bounded by its settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from gateway.quality_exporter import load_quality_settings
+from holistic.errors import ConfigError
+from holistic.up import free_address
+from tests.exporter_thread import ExporterThread
+from tests.factories import prediction
+
+
+def labels(**kv: str) -> frozenset[tuple[str, str]]:
+    return frozenset(kv.items())
+
+
+@pytest.fixture
+def scored(make_gateway, make_worker):
+    """alpha: 7 of 10 right, 8 of 10 within the 2 s objective; beta and gamma: one prediction each."""
+    from tests.conftest import drain
+
+    gw = make_gateway(families=["accuracy", "efficiency"])
+    now = time.time()
+    alpha = [
+        prediction(
+            f"a{i}", output="Paris" if i < 7 else "Rome", latency_s=1.0 if i < 8 else 3.0, produced_at_s=now - 60
+        )
+        for i in range(10)
+    ]
+    with gw.client() as c:
+        c.submit(alpha, model="alpha")
+        c.submit([prediction("b0", produced_at_s=now)], model="beta")
+        c.submit([prediction("g0", produced_at_s=now)], model="gamma")
+        drain(make_worker("accuracy", gw.settings), make_worker("efficiency", gw.settings))
+        yield gw, c
+
+
+def test_axis_scores_intervals_counts_and_metrics_equal_the_profile(scored):
+    gw, client = scored
+    quality = load_quality_settings(models=["*"], max_models=2, windows=["15m", "all"], refresh_s=3600)
+    exporter = ExporterThread(gw.settings, quality)
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    profile = client.get_profile("alpha", "15m")
+    acc = next(d for d in profile.dimensions if d.kind == 1)
+    cur = {"tenant": "default", "model": "alpha", "window": "15m", "period": "current"}
+    # hand-worked: 7 of 10 exact matches; 8 of 10 within the 2 s objective
+    assert got[("holistic_quality_axis_score", labels(axis="accuracy", **cur))] == 0.7
+    assert got[("holistic_quality_axis_samples", labels(axis="accuracy", **cur))] == 10
+    assert got[("holistic_quality_axis_lower", labels(axis="accuracy", **cur))] == acc.interval.lower
+    assert got[("holistic_quality_axis_upper", labels(axis="accuracy", **cur))] == acc.interval.upper
+    assert 0 < acc.interval.lower < 0.7 < acc.interval.upper < 1
+    assert got[("holistic_quality_axis_score", labels(axis="efficiency", **cur))] == 0.8
+    m = {"tenant": "default", "model": "alpha", "family": "accuracy", "window": "15m", "period": "current"}
+    assert got[("holistic_quality_metric", labels(metric="exact_match", **m))] == 0.7
+    # the family's overall metrics are macro averages over scenarios: their count is the scenarios' (1)
+    assert got[("holistic_quality_metric_samples", labels(metric="exact_match", **m))] == 1
+    eff = dict(m, family="efficiency")
+    assert got[("holistic_quality_metric", labels(metric="within_latency_objective", **eff))] == 0.8
+    assert got[("holistic_quality_window_predictions", labels(**cur))] == 10
+    # an absent axis is no series at all, never a 0
+    assert not [k for k in got if k[0] == "holistic_quality_axis_score" and ("axis", "toxicity") in k[1]]
+    # the 15 minutes before: nothing there, so no axis, and 0 predictions
+    prev = dict(cur, period="previous")
+    assert got[("holistic_quality_window_predictions", labels(**prev))] == 0
+    assert ("holistic_quality_axis_score", labels(axis="accuracy", **prev)) not in got
+    # all time has no window before it
+    assert ("holistic_quality_window_predictions", labels(**dict(cur, window="all"))) in got
+    assert ("holistic_quality_window_predictions", labels(**dict(cur, window="all", period="previous"))) not in got
+    # the cap: alpha and beta (sorted), gamma counted as left out
+    models = {dict(k[1])["model"] for k in got if k[0] == "holistic_quality_window_predictions"}
+    assert models == {"alpha", "beta"}
+    assert got[("holistic_quality_models_left_out", frozenset())] == 1
+    assert got[("holistic_quality_axis_floor", labels(axis="toxicity"))] == 0.95
+    assert got[("holistic_quality_refresh_timestamp_seconds", frozenset())] > 0
+    # bounded: only the picked metrics (3 accuracy + 6 efficiency defaults, those present)
+    names = {dict(k[1])["metric"] for k in got if k[0] == "holistic_quality_metric"}
+    assert names == {"exact_match", "quasi_exact_match", "f1_score", "latency_p50", "latency_p99",
+                     "within_latency_objective"}  # fmt: skip
+
+
+def test_picked_models_and_metrics_only(scored):
+    gw, _ = scored
+    quality = load_quality_settings(
+        models=["gamma", "never-sent"], windows=["1h"], metrics={"accuracy": ["f1_score"]}, previous=False
+    )
+    exporter = ExporterThread(gw.settings, quality)
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    metric_keys = [dict(k[1]) for k in got if k[0] == "holistic_quality_metric"]
+    assert metric_keys == [
+        {"tenant": "default", "model": "gamma", "family": "accuracy", "metric": "f1_score", "window": "1h",
+         "period": "current"}
+    ]  # fmt: skip
+    assert {dict(k[1])["period"] for k in got if k[0] == "holistic_quality_window_predictions"} == {"current"}
+
+
+def test_the_command_serves_metrics(scored):
+    gw, _ = scored
+    address = free_address()
+    env = dict(os.environ, REDIS_URL=gw.settings.redis_url, HOLISTIC_QUALITY_ADDRESS=address,
+               HOLISTIC_QUALITY_MODELS="alpha", HOLISTIC_QUALITY_WINDOWS="all",
+               HOLISTIC_FAMILIES="accuracy")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "holistic", "quality-exporter"], env=env)
+    try:
+        deadline, text = time.monotonic() + 60, ""
+        while time.monotonic() < deadline and "holistic_quality_axis_score{" not in text:
+            try:
+                with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as reply:
+                    text = reply.read().decode()
+            except OSError:
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0
+    line = next(ln for ln in text.splitlines() if ln.startswith("holistic_quality_axis_score{"))
+    assert 'model="alpha"' in line and 'axis="accuracy"' in line and line.endswith(" 0.7")
+
+
+def test_bad_settings_name_the_variable():
+    with pytest.raises(ConfigError, match="HOLISTIC_QUALITY_WINDOWS"):
+        load_quality_settings(windows=["2h"])
+    with pytest.raises(ConfigError, match="HOLISTIC_QUALITY_AXIS_FLOORS"):
+        load_quality_settings(axis_floors={"speed": 0.5})
+
+
+def test_a_tenants_models(make_gateway, make_worker):
+    """`tenant|*` picks a tenant's models; the series name the tenant and the model as the tenant sees it."""
+    from holistic.tenants import hash_token
+    from tests.conftest import drain
+
+    gw = make_gateway(families=["accuracy"], tokens=f"team-a:sha256:{hash_token('tok-a')},tok-default")
+    with gw.client("tok-a") as a, gw.client("tok-default") as d:
+        a.submit([prediction("x1"), prediction("x2", output="Rome")], model="shared-name")
+        d.submit([prediction("y1")], model="shared-name")
+    drain(make_worker("accuracy", gw.settings))
+    exporter = ExporterThread(gw.settings, load_quality_settings(models=["team-a|*"], windows=["all"]))
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    scores = {dict(k[1])["tenant"]: v for k, v in got.items() if k[0] == "holistic_quality_axis_score"}
+    assert scores == {"team-a": 0.5}  # the default tenant's model of the same name is not picked
+    (labels_,) = [dict(k[1]) for k in got if k[0] == "holistic_quality_axis_score"]
+    assert labels_["model"] == "shared-name"
