@@ -23,7 +23,7 @@ OUT = ROOT / "deploy" / "kubernetes" / "base" / "workers"
 sys.path.insert(0, str(ROOT))
 
 from holistic.keys import Keys  # noqa: E402
-from holistic.settings import KNOWN_FAMILIES  # noqa: E402
+from holistic.registry import installed  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def render() -> dict[str, str]:
     """File name -> text, for every family and the directory's kustomization."""
     keys = Keys()
     files: dict[str, str] = {}
-    for family in KNOWN_FAMILIES:
+    for family in installed():
         size = SIZES[family]
         docs = [deployment(family, size), disruption_budget(family), scaled_object(family, size, keys)]
         body = "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
@@ -170,7 +170,7 @@ def render() -> dict[str, str]:
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": [f"{family}.yaml" for family in KNOWN_FAMILIES],
+        "resources": [f"{family}.yaml" for family in installed()],
     }
     files["kustomization.yaml"] = HEADER + yaml.safe_dump(kustomization, sort_keys=False)
     return files

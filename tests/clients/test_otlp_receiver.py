@@ -186,7 +186,7 @@ def test_the_command(make_gateway):
     gw = make_gateway(tokens=TOKEN, families=["accuracy"])
     address = free_address()
     env = dict(os.environ, HOLISTIC_OTLP_ADDRESS=address, HOLISTIC_OTLP_TARGET=gw.address, HOLISTIC_OTLP_TOKEN=TOKEN)
-    proc = subprocess.Popen([sys.executable, "-m", "holistic", "otlp-receiver"], env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "holistic_app", "otlp-receiver"], env=env)
     try:
         with grpc.insecure_channel(address) as ch:
             grpc.channel_ready_future(ch).result(timeout=60)

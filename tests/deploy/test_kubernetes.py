@@ -17,9 +17,10 @@ from click.testing import CliRunner
 
 from gateway.server import LIVENESS
 from gateway.servicer import SERVICE
-from holistic.cli import main
 from holistic.keys import Keys
-from holistic.settings import KNOWN_FAMILIES, load_settings
+from holistic.registry import installed
+from holistic.settings import load_settings
+from holistic_app.cli import main
 from tests.deploy.kustomize import KustomizeError, build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +80,7 @@ def test_the_schemas_catch_a_bad_object():
 
 def test_the_overlays_render_the_expected_objects():
     full = {(d["kind"], d["metadata"]["name"]) for d in rendered("in-cluster-redis")}
-    workers = {f"holistic-worker-{f}" for f in KNOWN_FAMILIES}
+    workers = {f"holistic-worker-{f}" for f in installed()}
     expected = (
         {("Namespace", "holistic"), ("ConfigMap", "holistic-config"), ("TriggerAuthentication", "holistic-redis")}
         | {("Secret", s) for s in ("holistic-tokens", "holistic-client-token", "holistic-redis",
@@ -106,7 +107,7 @@ def test_each_family_scales_on_its_own_consumer_group_lag():
     deployments, scaled = by_kind(docs, "Deployment"), by_kind(docs, "ScaledObject")
     auth = by_kind(docs, "TriggerAuthentication")
     secrets = by_kind(docs, "Secret")
-    for family in KNOWN_FAMILIES:
+    for family in installed():
         name = f"holistic-worker-{family}"
         container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
         assert container["args"] == ["worker", family]
@@ -162,7 +163,7 @@ def test_the_config_map_is_valid_settings(monkeypatch):
     for key, value in data.items():
         monkeypatch.setenv(key, value)
     settings = load_settings()
-    assert tuple(settings.families) == KNOWN_FAMILIES
+    assert set(settings.families) == set(installed())
     assert settings.metrics_address == "0.0.0.0:9100" and settings.log_format == "json"
 
 
@@ -172,7 +173,7 @@ def test_worker_manifests_are_what_the_generator_writes():
     sys.modules["gen_workers"] = gen  # dataclasses look their module up
     spec.loader.exec_module(gen)  # type: ignore[union-attr]
     files = gen.render()
-    assert set(files) == {f"{f}.yaml" for f in KNOWN_FAMILIES} | {"kustomization.yaml"}
+    assert set(files) == {f"{f}.yaml" for f in installed()} | {"kustomization.yaml"}
     for name, text in files.items():
         assert (K8S / "base" / "workers" / name).read_text() == text, f"run tools/gen_kubernetes_workers.py ({name})"
 

@@ -112,7 +112,7 @@ def test_the_command_serves_metrics(scored):
     env = dict(os.environ, REDIS_URL=gw.settings.redis_url, HOLISTIC_QUALITY_ADDRESS=address,
                HOLISTIC_QUALITY_MODELS="alpha", HOLISTIC_QUALITY_WINDOWS="all",
                HOLISTIC_FAMILIES="accuracy")  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "holistic", "quality-exporter"], env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "holistic_app", "quality-exporter"], env=env)
     try:
         deadline, text = time.monotonic() + 60, ""
         while time.monotonic() < deadline and "holistic_quality_axis_score{" not in text:
