@@ -23,11 +23,11 @@ import subprocess
 import sys
 import time
 
-from holistic.demo import SAMPLE
 from holistic.families import REGISTRY, as_partial, load_family
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings, load_settings
 from holistic.v1.prediction_pb2 import TASK_SUMMARIZATION, Prediction
+from holistic_app.demo import SAMPLE
 from holistic_client.jsonl import read_predictions
 from metric_services.summarization.encoder import encoder_for
 

@@ -181,7 +181,7 @@ def test_the_command(make_gateway):
     import subprocess
     import sys
 
-    from holistic.up import free_address
+    from holistic_app.up import free_address
 
     gw = make_gateway(tokens=TOKEN, families=["accuracy"])
     address = free_address()

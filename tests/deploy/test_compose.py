@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from holistic.demo import SAMPLE, rebased, wait_applied
-from holistic.up import free_address, wait_serving
+from holistic_app.demo import SAMPLE, rebased, wait_applied
+from holistic_app.up import free_address, wait_serving
 from holistic_client import Client
 from tests.deploy import containers
 from tests.factories import prediction

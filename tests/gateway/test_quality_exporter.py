@@ -12,7 +12,7 @@ import pytest
 
 from gateway.quality_exporter import load_quality_settings
 from holistic.errors import ConfigError
-from holistic.up import free_address
+from holistic_app.up import free_address
 from tests.exporter_thread import ExporterThread
 from tests.factories import prediction
 
