@@ -16,6 +16,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from google.protobuf.message import DecodeError
 
+from gateway import deployed
 from gateway.backlog import BacklogMonitor
 from gateway.durability import AofBarrier
 from gateway.quota import Quotas
@@ -71,7 +72,7 @@ class Ingestor:
         self.scripts = Scripts(r)
         self.backlog = backlog
         self.quotas = quotas
-        self.families = list(settings.families)
+        self.families = deployed.families(settings)
 
     async def submit(
         self, raw: bytes, request: SubmitPredictionsRequest, *, tenant: str = DEFAULT_TENANT, traceparent: str = ""

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Any
 
 import redis.asyncio as aioredis
 
+from gateway import deployed
 from holistic import profile as profile_mod
 from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
@@ -15,6 +19,8 @@ from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1 import profile_pb2 as pp
+
+MIN_TIMESTAMP_S, MAX_TIMESTAMP_S = -62_135_596_800, 253_402_300_799  # 0001-01-01 .. 9999-12-31 (protobuf)
 
 PRESET_NAMES = {
     pp.WINDOW_PRESET_UNSPECIFIED: "all_time",
@@ -33,6 +39,7 @@ class WindowSpec:
     preset: int = pp.WINDOW_PRESET_ALL_TIME
     start_s: float | None = None
     end_s: float | None = None
+    range_ns: tuple[int, int] | None = None  # the explicit range exactly as asked, in epoch nanoseconds
 
     @classmethod
     def from_request(cls, request: object) -> WindowSpec:
@@ -41,35 +48,71 @@ class WindowSpec:
             r = request.range  # type: ignore[attr-defined]
             if not r.HasField("start_time") or not r.HasField("end_time"):
                 raise InvalidArgument([FieldViolation("range", "needs both start_time and end_time")])
+            for name in ("start_time", "end_time"):
+                t = getattr(r, name)
+                if not (MIN_TIMESTAMP_S <= t.seconds <= MAX_TIMESTAMP_S and 0 <= t.nanos < 1_000_000_000):
+                    raise InvalidArgument([FieldViolation(f"range.{name}", "is not a valid timestamp")])
             start = r.start_time.seconds + r.start_time.nanos * 1e-9
             end = r.end_time.seconds + r.end_time.nanos * 1e-9
             if end <= start:
                 raise InvalidArgument([FieldViolation("range.end_time", "must be after start_time")])
-            return cls(pp.WINDOW_PRESET_UNSPECIFIED, start, end)
+            exact = (r.start_time.ToNanoseconds(), r.end_time.ToNanoseconds())
+            return cls(pp.WINDOW_PRESET_UNSPECIFIED, start, end, exact)
         preset = request.preset if which == "preset" else pp.WINDOW_PRESET_ALL_TIME  # type: ignore[attr-defined]
         if preset not in PRESET_NAMES:
             raise InvalidArgument([FieldViolation("preset", f"unknown window preset {preset}")])
         return cls(preset or pp.WINDOW_PRESET_ALL_TIME)
 
-    def resolve(self, now_s: float, minute_retention_s: float) -> windows.Resolved:
+    def resolve(self, now_s: float, settings: Settings) -> windows.Resolved:
+        """Bounded whatever was asked: INVALID_ARGUMENT past HOLISTIC_MAX_WINDOW_BUCKETS, before any read."""
+        retention = (settings.minute_retention_s, settings.hour_retention_s)
+        latest = now_s + settings.future_skew_s
         if self.start_s is not None and self.end_s is not None:
-            return windows.resolve(self.start_s, self.end_s, now_s, minute_retention_s)
-        return windows.resolve_preset(PRESET_NAMES[self.preset], now_s, minute_retention_s)
+            resolved = windows.resolve(self.start_s, self.end_s, now_s, *retention, latest_s=latest)
+        else:
+            resolved = windows.resolve_preset(PRESET_NAMES[self.preset], now_s, *retention, latest_s=latest)
+        if len(resolved.buckets) > settings.max_window_buckets:
+            raise InvalidArgument(
+                [
+                    FieldViolation(
+                        "range",
+                        f"resolves to {len(resolved.buckets)} buckets per family; at most "
+                        f"{settings.max_window_buckets} (HOLISTIC_MAX_WINDOW_BUCKETS): narrow the range",
+                    )
+                ]
+            )
+        return resolved
 
 
 def window_message(spec: WindowSpec, resolved: windows.Resolved) -> pp.Window:
-    w = pp.Window(preset=spec.preset, resolution_seconds=resolved.resolution_s)
+    w = pp.Window(
+        preset=spec.preset,
+        resolution_seconds=resolved.resolution_s,
+        start_resolution_seconds=resolved.start_grid_s,
+        end_resolution_seconds=resolved.end_grid_s,
+    )
     if not resolved.all_time:
         w.range.start_time.FromSeconds(int(resolved.start_s))  # type: ignore[arg-type]
         w.range.end_time.FromSeconds(int(resolved.end_s))  # type: ignore[arg-type]
+        start_ns, end_ns = spec.range_ns or (
+            round(resolved.requested_start_s * 1e9),  # type: ignore[operator]
+            round(resolved.requested_end_s * 1e9),  # type: ignore[operator]
+        )
+        w.requested_range.start_time.FromNanoseconds(start_ns)
+        w.requested_range.end_time.FromNanoseconds(end_ns)
     return w
 
 
 class ProfileReader:
-    def __init__(self, r: aioredis.Redis, settings: Settings) -> None:
+    """Profile reads: the window is bounded and the model known before any statistics are read; the
+    fold runs on a thread pool, so a heavy read does not hold the event loop that answers others."""
+
+    def __init__(self, r: aioredis.Redis, settings: Settings, folds: Executor | None = None) -> None:
         self.r = r
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
+        self.families = deployed.families(settings)
+        self.folds = folds
 
     async def exists(self, model: str, tenant: str = DEFAULT_TENANT) -> bool:
         return bool(await self.r.sismember(self.keys.models(tenant), model))
@@ -78,21 +121,21 @@ class ProfileReader:
         """The profile of the tenant's model `public`; NotFound for a model the tenant never sent."""
         model = internal_model(tenant, public)
         now = time.time()
-        resolved = spec.resolve(now, self.settings.minute_retention_s)
-        families = list(self.settings.families)
+        resolved = spec.resolve(now, self.settings)
+        if not await self.exists(public, tenant):
+            raise NotFound(f"no predictions were ever accepted for model {public!r}")
+        families = self.families
         pipe = self.r.pipeline(transaction=False)
         pipe.hgetall(self.keys.meta(model))
         for fam in families:
             for tier, bucket in resolved.buckets:
                 pipe.hgetall(self.keys.stats(model, fam, tier, bucket))
         replies = await pipe.execute()
-        meta_raw, rest = replies[0], replies[1:]
-        if not meta_raw and not await self.exists(public, tenant):
-            raise NotFound(f"no predictions were ever accepted for model {public!r}")
-        meta = {k.decode(): float(v) for k, v in meta_raw.items()}
-        per = len(resolved.buckets)
-        folded = {fam: Folded.from_hashes(rest[i * per : (i + 1) * per]) for i, fam in enumerate(families)}
-        profile = profile_mod.build(model, window_message(spec, resolved), meta, folded, self.settings, now)
+        window = window_message(spec, resolved)
+        loop = asyncio.get_running_loop()
+        profile = await loop.run_in_executor(
+            self.folds, _fold, model, window, replies, families, len(resolved.buckets), self.settings, now
+        )
         profile.model = public
         return profile
 
@@ -114,3 +157,19 @@ class ProfileReader:
                 s.last_accept_time.FromMilliseconds(meta.get("last_accept_ms", meta["first_accept_ms"]))
             out.append(s)
         return out
+
+
+def _fold(
+    model: str,
+    window: pp.Window,
+    replies: list[Any],
+    families: list[str],
+    per: int,
+    settings: Settings,
+    now: float,
+) -> pp.Profile:
+    """CPU-bound: decode every bucket hash, merge them per family, fold into the profile."""
+    meta = {k.decode(): float(v) for k, v in replies[0].items()}
+    rest = replies[1:]
+    folded = {fam: Folded.from_hashes(rest[i * per : (i + 1) * per]) for i, fam in enumerate(families)}
+    return profile_mod.build(model, window, meta, folded, settings, now)

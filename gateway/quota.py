@@ -9,6 +9,7 @@ import time
 
 import redis.asyncio as aioredis
 
+from gateway import deployed
 from gateway.poller import Poller
 from holistic.errors import Backpressure
 from holistic.keys import Keys
@@ -58,7 +59,7 @@ class Quotas:
 
     async def measure(self) -> None:
         """Per tenant with a share below 1: accepted batches minus those every family applied."""
-        families = list(self.settings.families)
+        families = deployed.families(self.settings)
         tenants = [t for t in self.tokens.tenants() if self.settings.backlog_share_for(t) < 1.0]
         for tenant in tenants:
             models = [m.decode() for m in await self.r.smembers(self.keys.models(tenant))]

@@ -18,6 +18,7 @@ from grpc_reflection.v1alpha import reflection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from gateway import deployed
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
 from gateway.durability import AofBarrier, AofWatch, check_strict
@@ -54,7 +55,7 @@ class Gateway:
         try:
             for shard in range(self.settings.queue_shards):
                 queue = WorkQueue(client, Keys(self.settings.key_prefix), shard=shard)
-                for family in self.settings.families:
+                for family in deployed.families(self.settings):
                     queue.ensure_group(family)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.error("redis unreachable at start (%s); groups will be created by the workers", exc)
@@ -82,7 +83,7 @@ class Gateway:
             await self.health.set("", state)
 
         self.backlog = BacklogMonitor(
-            self.r, Keys(s.key_prefix), list(s.families), s.backlog_max_batches, s.queue_shards, on_health=on_health
+            self.r, Keys(s.key_prefix), deployed.families(s), s.backlog_max_batches, s.queue_shards, on_health=on_health
         )
         reader = ProfileReader(self.r, s)
         self.hub = WatchHub(self.r, reader)

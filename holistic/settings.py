@@ -75,6 +75,13 @@ class Settings(BaseSettings):
     idempotency_ttl_s: int = Field(default=86_400, ge=60)
     future_skew_s: float = Field(default=300.0, ge=0, description="produced_at may be this far ahead.")
     families: Annotated[list[str], NoDecode] = Field(default_factory=lambda: list(KNOWN_FAMILIES))
+    # Reads and watches: bounded per request, per tenant and per gateway (gateway/read_limits.py).
+    max_window_buckets: int = Field(default=512, ge=1, description="Buckets one profile read may fold, per family.")
+    tenant_concurrent_reads: int = Field(default=4, ge=1, description="Profile reads in flight per tenant.")
+    tenant_max_watches: int = Field(default=32, ge=1, description="Open WatchProfile streams per tenant.")
+    max_watches: int = Field(default=1024, ge=1, description="Open WatchProfile streams per gateway process.")
+    read_connections: int = Field(default=32, ge=2, description="Redis connections for reads (submits have theirs).")
+    fold_threads: int = Field(default=2, ge=1, le=64, description="Threads that fold profiles off the event loop.")
 
     # --- Workers ---------------------------------------------------------------------------
     read_count: int = Field(default=16, ge=1, le=1000)

@@ -39,7 +39,7 @@ from holistic.observability import (
 from holistic.redis_conn import RETRYABLE
 from holistic.settings import Settings
 from holistic.stats import Stats
-from holistic.windows import hour_of_minute
+from holistic.windows import tier_buckets
 from holistic.workqueue import WorkQueue
 
 log = logging.getLogger("holistic.worker")
@@ -332,13 +332,14 @@ class Worker:
         model, fam, s = w.entry.model, self.group, self.settings
         tiers: dict[str, tuple[int, Stats]] = {}
         total = Stats()
+        ttl = {"m": s.minute_retention_s, "h": s.hour_retention_s}  # longer tiers are kept
         for minute, st in by_minute.items():
-            tiers[self.keys.stats(model, fam, "m", minute)] = (s.minute_retention_s, st)
-            hour_key = self.keys.stats(model, fam, "h", hour_of_minute(minute))
-            if hour_key in tiers:
-                tiers[hour_key][1].merge(st)
-            else:
-                tiers[hour_key] = (s.hour_retention_s, Stats().merge(st))
+            for tier, bucket in tier_buckets(minute):
+                key = self.keys.stats(model, fam, tier, bucket)
+                if key in tiers:
+                    tiers[key][1].merge(st)
+                else:
+                    tiers[key] = (ttl.get(tier, 0), Stats().merge(st))
             total.merge(st)
         if by_minute:
             tiers[self.keys.stats(model, fam, "all")] = (0, total)
