@@ -11,6 +11,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from gateway import deployed
+from gateway.read_limits import ReadLimits
 from holistic import profile as profile_mod
 from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
@@ -107,23 +108,36 @@ class ProfileReader:
     """Profile reads: the window is bounded and the model known before any statistics are read; the
     fold runs on a thread pool, so a heavy read does not hold the event loop that answers others."""
 
-    def __init__(self, r: aioredis.Redis, settings: Settings, folds: Executor | None = None) -> None:
-        self.r = r
+    def __init__(
+        self, r: aioredis.Redis, settings: Settings, folds: Executor | None = None, limits: ReadLimits | None = None
+    ) -> None:
+        self.r = r  # the reads' own pool: a flood of reads waits here, never on the connections of submits
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
         self.families = deployed.families(settings)
         self.folds = folds
+        self.limits = limits or ReadLimits(
+            settings.tenant_concurrent_reads, settings.tenant_max_watches, settings.max_watches
+        )
 
     async def exists(self, model: str, tenant: str = DEFAULT_TENANT) -> bool:
         return bool(await self.r.sismember(self.keys.models(tenant), model))
 
-    async def profile(self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT) -> pp.Profile:
-        """The profile of the tenant's model `public`; NotFound for a model the tenant never sent."""
+    async def profile(
+        self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT, queue: bool = False
+    ) -> pp.Profile:
+        """The profile of the tenant's model `public`; NotFound for a model the tenant never sent.
+        queue: wait for one of the tenant's read slots rather than be refused when many wait."""
+        spec.resolve(time.time(), self.settings)  # refuses an over-long window before waiting for a slot
+        async with self.limits.read(tenant, queue):
+            if not await self.exists(public, tenant):
+                raise NotFound(f"no predictions were ever accepted for model {public!r}")
+            return await self._read(public, spec, tenant)
+
+    async def _read(self, public: str, spec: WindowSpec, tenant: str) -> pp.Profile:
         model = internal_model(tenant, public)
         now = time.time()
         resolved = spec.resolve(now, self.settings)
-        if not await self.exists(public, tenant):
-            raise NotFound(f"no predictions were ever accepted for model {public!r}")
         families = self.families
         pipe = self.r.pipeline(transaction=False)
         pipe.hgetall(self.keys.meta(model))

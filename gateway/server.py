@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import redis
@@ -85,8 +86,13 @@ class Gateway:
         self.backlog = BacklogMonitor(
             self.r, Keys(s.key_prefix), deployed.families(s), s.backlog_max_batches, s.queue_shards, on_health=on_health
         )
-        reader = ProfileReader(self.r, s)
-        self.hub = WatchHub(self.r, reader)
+        # Reads and watches have connections of their own: a flood of them waits there, and never takes
+        # the connections that submits, the backlog monitor and health need.
+        self.reads_r = async_client(s, wait_s=10.0, max_connections=s.read_connections)
+        self.feed_r = async_client(s, max_connections=4)
+        self.folds = ThreadPoolExecutor(s.fold_threads, thread_name_prefix="fold")
+        reader = ProfileReader(self.reads_r, s, self.folds)
+        self.hub = WatchHub(self.feed_r, reader, reader.limits)
         self.quotas = Quotas(self.r, s, self.tokens)
         if s.durability == "strict":
             await check_strict(self.r)
@@ -151,6 +157,9 @@ class Gateway:
         if self.pinned is not None:
             await self.pinned.aclose()
         await self.r.aclose()
+        await self.reads_r.aclose()
+        await self.feed_r.aclose()
+        self.folds.shutdown(wait=False, cancel_futures=True)
         self.server = None
 
 

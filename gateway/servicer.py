@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 import redis
@@ -103,8 +103,15 @@ class EvaluationService:
         tenant = self._tenant(context)
         if not await self.reader.exists(request.model, tenant):
             await self.reader.profile(request.model, spec, tenant)  # raises NotFound with the message
-        async for profile in self.hub.watch(request.model, spec, tenant):
+        async for profile in self.hub.watch(request.model, spec, tenant, self._still_allowed(context, tenant)):
             yield es.WatchProfileResponse(profile=profile)
+
+    def _still_allowed(self, context: grpc.aio.ServicerContext, tenant: str) -> Callable[[], bool]:
+        """For a stream: whether its token still names the tenant (not revoked, not expired)."""
+        if self.tokens.open:
+            return lambda: True
+        token = bearer_token(context.invocation_metadata())
+        return lambda: self.tokens.tenant_of(token) == tenant
 
     @status.unary
     async def Perturb(self, request: es.PerturbRequest, context: grpc.aio.ServicerContext) -> es.PerturbResponse:
