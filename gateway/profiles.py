@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 
@@ -16,12 +17,16 @@ from holistic import profile as profile_mod
 from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
 from holistic.keys import Keys
+from holistic.redis_conn import RETRYABLE
 from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1 import profile_pb2 as pp
 
 MIN_TIMESTAMP_S, MAX_TIMESTAMP_S = -62_135_596_800, 253_402_300_799  # 0001-01-01 .. 9999-12-31 (protobuf)
+
+T = TypeVar("T")
+READ_RETRY_S = 5.0  # a read retries on fresh connections this long while Redis restarts or fails over
 
 PRESET_NAMES = {
     pp.WINDOW_PRESET_UNSPECIFIED: "all_time",
@@ -130,9 +135,9 @@ class ProfileReader:
         queue: wait for one of the tenant's read slots rather than be refused when many wait."""
         spec.resolve(time.time(), self.settings)  # refuses an over-long window before waiting for a slot
         async with self.limits.read(tenant, queue):
-            if not await self.exists(public, tenant):
+            if not await retrying(lambda: self.exists(public, tenant)):
                 raise NotFound(f"no predictions were ever accepted for model {public!r}")
-            return await self._read(public, spec, tenant)
+            return await retrying(lambda: self._read(public, spec, tenant))
 
     async def _read(self, public: str, spec: WindowSpec, tenant: str) -> pp.Profile:
         model = internal_model(tenant, public)
@@ -154,6 +159,9 @@ class ProfileReader:
         return profile
 
     async def list_models(self, tenant: str = DEFAULT_TENANT) -> list[pp.ModelSummary]:
+        return await retrying(lambda: self._list_models(tenant))
+
+    async def _list_models(self, tenant: str) -> list[pp.ModelSummary]:
         models = sorted(m.decode() for m in await self.r.smembers(self.keys.models(tenant)))
         pipe = self.r.pipeline(transaction=False)
         for m in models:
@@ -187,3 +195,18 @@ def _fold(
     rest = replies[1:]
     folded = {fam: Folded.from_hashes(rest[i * per : (i + 1) * per]) for i, fam in enumerate(families)}
     return profile_mod.build(model, window, meta, folded, settings, now)
+
+
+async def retrying(read: Callable[[], Awaitable[T]], within_s: float = READ_RETRY_S) -> T:
+    """Run a read, again on a fresh connection while Redis is unreachable (a restart leaves every
+    pooled connection dead; each failed one is dropped), for up to within_s; then let it fail."""
+    deadline = time.monotonic() + within_s
+    delay = 0.02
+    while True:
+        try:
+            return await read()
+        except RETRYABLE:
+            if time.monotonic() + delay > deadline:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
