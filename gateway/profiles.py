@@ -27,6 +27,7 @@ MIN_TIMESTAMP_S, MAX_TIMESTAMP_S = -62_135_596_800, 253_402_300_799  # 0001-01-0
 
 T = TypeVar("T")
 READ_RETRY_S = 5.0  # a read retries on fresh connections this long while Redis restarts or fails over
+PIPELINE_CHUNK = 64  # HGETALLs per round trip: one read never holds Redis or the event loop for long
 
 PRESET_NAMES = {
     pp.WINDOW_PRESET_UNSPECIFIED: "all_time",
@@ -122,7 +123,10 @@ class ProfileReader:
         self.families = deployed.families(settings)
         self.folds = folds
         self.limits = limits or ReadLimits(
-            settings.tenant_concurrent_reads, settings.tenant_max_watches, settings.max_watches
+            settings.tenant_concurrent_reads,
+            settings.tenant_max_watches,
+            settings.max_watches,
+            settings.tenant_read_buckets_per_s,
         )
 
     async def exists(self, model: str, tenant: str = DEFAULT_TENANT) -> bool:
@@ -133,8 +137,9 @@ class ProfileReader:
     ) -> pp.Profile:
         """The profile of the tenant's model `public`; NotFound for a model the tenant never sent.
         queue: wait for one of the tenant's read slots rather than be refused when many wait."""
-        spec.resolve(time.time(), self.settings)  # refuses an over-long window before waiting for a slot
-        async with self.limits.read(tenant, queue):
+        resolved = spec.resolve(time.time(), self.settings)  # refuses an over-long window before any wait
+        cost = len(resolved.buckets) * len(self.families) + 1
+        async with self.limits.read(tenant, queue, cost):
             if not await retrying(lambda: self.exists(public, tenant)):
                 raise NotFound(f"no predictions were ever accepted for model {public!r}")
             return await retrying(lambda: self._read(public, spec, tenant))
@@ -144,12 +149,13 @@ class ProfileReader:
         now = time.time()
         resolved = spec.resolve(now, self.settings)
         families = self.families
-        pipe = self.r.pipeline(transaction=False)
-        pipe.hgetall(self.keys.meta(model))
-        for fam in families:
-            for tier, bucket in resolved.buckets:
-                pipe.hgetall(self.keys.stats(model, fam, tier, bucket))
-        replies = await pipe.execute()
+        keys = [self.keys.stats(model, fam, tier, bucket) for fam in families for tier, bucket in resolved.buckets]
+        replies: list[Any] = [await self.r.hgetall(self.keys.meta(model))]  # type: ignore[misc]
+        for i in range(0, len(keys), PIPELINE_CHUNK):  # short turns for Redis and this event loop
+            pipe = self.r.pipeline(transaction=False)
+            for key in keys[i : i + PIPELINE_CHUNK]:
+                pipe.hgetall(key)
+            replies += await pipe.execute()
         window = window_message(spec, resolved)
         loop = asyncio.get_running_loop()
         profile = await loop.run_in_executor(
