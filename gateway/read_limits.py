@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
 from holistic.errors import Backpressure
+from holistic.observability import READS_REFUSED, WATCHES_OPEN
 
 WAITING_PER_SLOT = 4  # reads a tenant may have queued per concurrent slot before it is refused
 RETRY_AFTER_S = 0.5
@@ -67,6 +68,7 @@ class ReadLimits:
         if slot is None:
             slot = self._slots[tenant] = asyncio.Semaphore(self.concurrent_reads)
         if not queue and self._queued[tenant] >= self.concurrent_reads * (1 + WAITING_PER_SLOT):
+            READS_REFUSED.labels("tenant-concurrent-reads").inc()
             raise Backpressure(
                 RETRY_AFTER_S,
                 f"tenant:{tenant}:reads",
@@ -94,6 +96,7 @@ class ReadLimits:
         wait = budget.take(cost, loop.time())
         if wait > MAX_BUDGET_WAIT_S and not queue:
             budget.refund(cost)
+            READS_REFUSED.labels("tenant-read-budget").inc()
             raise Backpressure(
                 wait,
                 f"tenant:{tenant}:read-budget",
@@ -109,6 +112,7 @@ class ReadLimits:
         """Count one open watch of the tenant for as long as the block runs."""
         total = sum(self._watches.values())
         if total >= self.total_watches:
+            READS_REFUSED.labels("watches").inc()
             raise Backpressure(
                 RETRY_AFTER_S * 10,
                 "watches",
@@ -116,6 +120,7 @@ class ReadLimits:
                 f"this gateway has {total} watches open, its cap (HOLISTIC_MAX_WATCHES); retry later",
             )
         if self._watches[tenant] >= self.tenant_watches:
+            READS_REFUSED.labels("tenant-watches").inc()
             raise Backpressure(
                 RETRY_AFTER_S * 10,
                 f"tenant:{tenant}:watches",
@@ -124,9 +129,11 @@ class ReadLimits:
                 "(HOLISTIC_TENANT_MAX_WATCHES); close one or retry later",
             )
         self._watches[tenant] += 1
+        WATCHES_OPEN.inc()
         try:
             yield
         finally:
+            WATCHES_OPEN.dec()
             self._watches[tenant] -= 1
             if not self._watches[tenant]:
                 del self._watches[tenant]

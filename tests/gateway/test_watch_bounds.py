@@ -80,7 +80,14 @@ def test_300_watches_share_one_read_loop_and_submits_keep_working(make_gateway, 
     assert health == health_pb2.HealthCheckResponse.SERVING
 
 
+def refused(limit: str) -> float:
+    from holistic.observability import READS_REFUSED
+
+    return READS_REFUSED.labels(limit)._value.get()
+
+
 def test_watch_caps_per_tenant_and_per_gateway(make_gateway, make_worker):
+    before = refused("tenant-watches"), refused("watches")
     gw = make_gateway(tokens=ENTRIES, tenant_max_watches=2, max_watches=3)
     submit_models(gw.address, A, ["m1"])
     submit_models(gw.address, B, ["m1"])
@@ -123,6 +130,8 @@ def test_watch_caps_per_tenant_and_per_gateway(make_gateway, make_worker):
     assert out[3] == "ok"
     assert out[4].startswith("RESOURCE_EXHAUSTED") and "HOLISTIC_MAX_WATCHES" in out[4]
     assert out[5] == "ok"
+    # counted for Prometheus (the retry while the cancel reaches the gateway may add tenant refusals)
+    assert refused("tenant-watches") - before[0] >= 1 and refused("watches") - before[1] == 1
 
 
 def test_watchers_of_one_model_and_window_share_each_profile_read(make_gateway, make_worker, r):
