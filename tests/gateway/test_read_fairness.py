@@ -8,6 +8,7 @@ other callers are answered meanwhile, and that tenant's further reads queue, the
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -89,16 +90,17 @@ def test_a_tenants_concurrent_reads_are_capped_the_rest_queue_then_are_refused(m
             pool.submit(stub.GetProfile, es.GetProfileRequest(model="slow"), metadata=auth(A), timeout=30)
             for _ in range(4)  # 1 running + 4 waiting = the cap's 1 x (1 + 4)
         ]
-        # the queue fills as the gateway receives them; the next one is refused
+        limits = gw.gateway.hub.limits
+        deadline = time.monotonic() + 10  # until the gateway holds all five (one running, four waiting)
+        while limits._queued["team-a"] < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert limits._queued["team-a"] == 5
         refused = None
-        for _ in range(200):
-            try:
-                stub.GetProfile(es.GetProfileRequest(model="slow"), metadata=auth(A), timeout=0.2)
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                    refused = exc
-                    break
-        assert refused is not None
+        try:
+            stub.GetProfile(es.GetProfileRequest(model="slow"), metadata=auth(A), timeout=10)
+        except grpc.RpcError as exc:
+            refused = exc
+        assert refused is not None and refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "HOLISTIC_TENANT_CONCURRENT_READS" in refused.details()
         # the other tenant is not held up by team-a's queue
         quick = stub.GetProfile(es.GetProfileRequest(model="quick"), metadata=auth(B), timeout=10)
