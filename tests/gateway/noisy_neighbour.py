@@ -125,9 +125,9 @@ def seed(address: str) -> int:
     return len(worst.buckets)
 
 
-def victim(address: str, n: int, stop_health: threading.Event | None = None) -> Phase:
-    """n rounds of: submit 10 predictions, then read the profile (all time, the default window); health
-    polled meanwhile."""
+def victim(address: str, n: int, min_s: float = 0.0) -> Phase:
+    """At least n rounds, and for at least min_s, of: submit 10 predictions, then read the profile (all
+    time, the default window); health polled meanwhile."""
     phase = Phase()
     done = threading.Event()
 
@@ -143,7 +143,9 @@ def victim(address: str, n: int, stop_health: threading.Event | None = None) -> 
     with grpc.insecure_channel(address) as channel:
         stub = es_grpc.EvaluationServiceStub(channel)
         read = es.GetProfileRequest(model=LIGHT)
-        for i in range(n):
+        started, i = time.monotonic(), 0
+        while i < n or time.monotonic() - started < min_s:
+            i += 1
             batch = [prediction(f"v{i}-{j}", latency_s=0.3) for j in range(10)]
             request = es.SubmitPredictionsRequest(batch_id=f"v{time.time_ns()}", model=LIGHT, predictions=batch)
             t0 = time.perf_counter()

@@ -19,6 +19,7 @@ from tests.conftest import start_redis
 from tests.gateway.noisy_neighbour import Service, abuse_process, p99, seed, victim
 
 ROUNDS = 300
+MIN_S = 8.0  # each phase lasts at least this long, so the abuse has time to do its worst
 FLOOR_S = 0.05  # p99s under 50 ms count as 50 ms: on a shared machine a ratio of tiny times is noise
 PEAK_RSS_MB = 400  # documented in docs/production.md
 
@@ -32,7 +33,7 @@ def test_one_tenants_worst_reads_and_watches_leave_another_tenant_within_2x(tmp_
     try:
         buckets = seed(service.address)
         victim(service.address, 20)  # warm up connections and caches
-        quiet = victim(service.address, ROUNDS)
+        quiet = victim(service.address, ROUNDS, MIN_S)
         defaults = Settings(redis_url="unix:///unused")
         abuser = ctx.Process(
             target=abuse_process,
@@ -47,7 +48,7 @@ def test_one_tenants_worst_reads_and_watches_leave_another_tenant_within_2x(tmp_
         )
         abuser.start()
         assert ready.wait(60)
-        noisy = victim(service.address, ROUNDS)
+        noisy = victim(service.address, ROUNDS, MIN_S)
         stop.set()
         abused = report.get(timeout=60)
         abuser.join(10)
@@ -60,6 +61,7 @@ def test_one_tenants_worst_reads_and_watches_leave_another_tenant_within_2x(tmp_
         proc.kill()
         proc.wait()
     figures = {
+        "rounds quiet/noisy": (len(quiet.submit_s), len(noisy.submit_s)),
         "submit p99 quiet/noisy ms": (p99(quiet.submit_s) * 1e3, p99(noisy.submit_s) * 1e3),
         "profile p99 quiet/noisy ms": (p99(quiet.profile_s) * 1e3, p99(noisy.profile_s) * 1e3),
         "gateway peak RSS MB": rss,
@@ -67,8 +69,10 @@ def test_one_tenants_worst_reads_and_watches_leave_another_tenant_within_2x(tmp_
         "abuser": abused,
     }
     print(figures)
-    # the abuse was real: worst reads answered and more refused (over the read budget or the caps)
-    assert abused["reads"] > 0 and abused["watch_profiles"] > 0 and abused["refused"] > 0, figures
+    # the abuse was real: worst-window profiles answered (reads or watch updates; which of them gets the
+    # tenant's budget first varies) and more refused over the read budget or the caps
+    assert abused["reads"] + abused["watch_profiles"] > defaults.tenant_max_watches, figures
+    assert abused["refused"] > 0, figures
     assert set(quiet.health) == set(noisy.health) == {health_pb2.HealthCheckResponse.SERVING}
     assert p99(noisy.submit_s) <= 2 * max(p99(quiet.submit_s), FLOOR_S), figures
     assert p99(noisy.profile_s) <= 2 * max(p99(quiet.profile_s), FLOOR_S), figures
