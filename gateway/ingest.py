@@ -115,8 +115,9 @@ class Ingestor:
     ) -> SubmitPredictionsResponse:
         n = len(request.predictions)
         await self.quotas.admit(tenant, n)
-        await self._register_groups(model, request)
         digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
+        if not await self._known(model, request.batch_id, digest):
+            await self._register_groups(model, request)  # only a new batch's tags count against the caps
         if self.barrier is None:
             stored = await self._store(self.r, request, raw, model, public, tenant, traceparent, digest, now, families)
             return stored[0]
@@ -157,9 +158,7 @@ class Ingestor:
         stored = stored.decode() if isinstance(stored, bytes) else stored
         state = state.decode() if isinstance(state, bytes) else state
         if not is_new and stored != digest:
-            raise AlreadyExists(
-                f"batch_id {request.batch_id!r} was used for other content (sequence {seq}); use a new batch_id"
-            )
+            raise _reused(request.batch_id, seq)
         response = SubmitPredictionsResponse(
             batch_id=request.batch_id, model=public, sequence=seq, accepted_count=count, duplicate=not is_new
         )
@@ -186,6 +185,16 @@ class Ingestor:
         info = await c.info("server", "persistence") if self.barrier is not None else None
         return response, info
 
+    async def _known(self, model: str, batch_id: str, digest: str) -> bool:
+        """Whether batch_id was seen with this content (a retry: its groups are registered already);
+        AlreadyExists when it was seen with other content, before any tag is registered."""
+        seq, stored = await self.r.hmget(self.keys.ingest(model, batch_id), "seq", "hash")  # type: ignore[misc]
+        if stored is None:
+            return False
+        if (stored.decode() if isinstance(stored, bytes) else stored) != digest:
+            raise _reused(batch_id, int(seq))
+        return True
+
     async def _register_groups(self, model: str, request: SubmitPredictionsRequest) -> None:
         """Cap the distinct group keys and values per model (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the
         fairness statistics stay bounded; a batch past a cap is refused whole, naming the field."""
@@ -211,3 +220,7 @@ class Ingestor:
             why = f"value {value!r} would be distinct value number {s.max_group_values + 1} of group key "
             why += f"{key!r} for model {model!r}; at most {s.max_group_values} (HOLISTIC_MAX_GROUP_VALUES)"
         raise InvalidArgument([FieldViolation(f"predictions[{i}].groups[{key!r}]", why)])
+
+
+def _reused(batch_id: str, seq: int) -> AlreadyExists:
+    return AlreadyExists(f"batch_id {batch_id!r} was used for other content (sequence {seq}); use a new batch_id")

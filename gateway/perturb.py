@@ -38,10 +38,54 @@ def check(request: es.PerturbRequest, limits: Settings) -> list[pt.Perturber]:
     return perturbers
 
 
+VARIANT_OVERHEAD = 64  # id suffix, perturbation name, family and original id, field tags
+
+
+def answer_bytes(request: es.PerturbRequest, n_perturbers: int) -> int:
+    """What the answer will weigh at least: each original (when included) and, per perturbation, its
+    input, references and the fields a variant keeps (perturbations rarely shorten a text)."""
+    total = 0
+    for p in request.predictions:
+        size = p.ByteSize()
+        kept = size - len(p.output.encode("utf-8", "surrogatepass"))
+        total += (size if request.include_originals else 0) + n_perturbers * (kept + VARIANT_OVERHEAD)
+    return total
+
+
+def _too_big(size: int, limit: int, estimated: bool) -> InvalidArgument:
+    what = "would be about" if estimated else "grew past"
+    return InvalidArgument(
+        [
+            FieldViolation(
+                "predictions",
+                f"the answer {what} {size} bytes; at most {limit} (HOLISTIC_MAX_MESSAGE_BYTES): "
+                "send fewer or shorter predictions, or fewer perturbations",
+            )
+        ]
+    )
+
+
+def _bounded(
+    request: es.PerturbRequest, perturbers: list[pt.Perturber], seed: int | None, limit: int
+) -> es.PerturbResponse:
+    """Perturb one prediction at a time, stopping as soon as the answer would pass the limit."""
+    out = es.PerturbResponse()
+    size = 0
+    for p in request.predictions:
+        rows, unchanged = pt.perturb([p], perturbers, seed, request.include_originals)
+        size += sum(r.ByteSize() + 6 for r in rows)
+        if size > limit:
+            raise _too_big(size, limit, estimated=False)
+        out.predictions.extend(rows)
+        out.unchanged_count += unchanged
+    return out
+
+
 async def perturb(request: es.PerturbRequest, limits: Settings) -> es.PerturbResponse:
     perturbers = check(request, limits)
+    limit = limits.max_message_bytes
+    estimate = answer_bytes(request, len(perturbers))
+    if estimate > limit:  # refused before any work
+        raise _too_big(estimate, limit, estimated=True)
     seed = request.seed if request.HasField("seed") else None
-    rows, unchanged = await asyncio.to_thread(
-        pt.perturb, request.predictions, perturbers, seed, request.include_originals
-    )
-    return es.PerturbResponse(predictions=rows, unchanged_count=unchanged)
+    return await asyncio.to_thread(_bounded, request, perturbers, seed, limit)

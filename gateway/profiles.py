@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 
 from gateway.deployment import Deployment
+from gateway.read_limits import ReadLimits
 from holistic import profile as profile_mod
 from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
 from holistic.families import Family
 from holistic.keys import Keys
+from holistic.redis_conn import RETRYABLE
 from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1 import profile_pb2 as pp
+
+MIN_TIMESTAMP_S, MAX_TIMESTAMP_S = -62_135_596_800, 253_402_300_799  # 0001-01-01 .. 9999-12-31 (protobuf)
+
+T = TypeVar("T")
+READ_RETRY_S = 5.0  # a read retries on fresh connections this long while Redis restarts or fails over
+PIPELINE_CHUNK = 64  # HGETALLs per round trip: one read never holds Redis or the event loop for long
 
 PRESET_NAMES = {
     pp.WINDOW_PRESET_UNSPECIFIED: "all_time",
@@ -36,6 +47,7 @@ class WindowSpec:
     preset: int = pp.WINDOW_PRESET_ALL_TIME
     start_s: float | None = None
     end_s: float | None = None
+    range_ns: tuple[int, int] | None = None  # the explicit range exactly as asked, in epoch nanoseconds
 
     @classmethod
     def from_request(cls, request: object) -> WindowSpec:
@@ -44,78 +56,140 @@ class WindowSpec:
             r = request.range  # type: ignore[attr-defined]
             if not r.HasField("start_time") or not r.HasField("end_time"):
                 raise InvalidArgument([FieldViolation("range", "needs both start_time and end_time")])
+            for name in ("start_time", "end_time"):
+                t = getattr(r, name)
+                if not (MIN_TIMESTAMP_S <= t.seconds <= MAX_TIMESTAMP_S and 0 <= t.nanos < 1_000_000_000):
+                    raise InvalidArgument([FieldViolation(f"range.{name}", "is not a valid timestamp")])
             start = r.start_time.seconds + r.start_time.nanos * 1e-9
             end = r.end_time.seconds + r.end_time.nanos * 1e-9
             if end <= start:
                 raise InvalidArgument([FieldViolation("range.end_time", "must be after start_time")])
-            return cls(pp.WINDOW_PRESET_UNSPECIFIED, start, end)
+            exact = (r.start_time.ToNanoseconds(), r.end_time.ToNanoseconds())
+            return cls(pp.WINDOW_PRESET_UNSPECIFIED, start, end, exact)
         preset = request.preset if which == "preset" else pp.WINDOW_PRESET_ALL_TIME  # type: ignore[attr-defined]
         if preset not in PRESET_NAMES:
             raise InvalidArgument([FieldViolation("preset", f"unknown window preset {preset}")])
         return cls(preset or pp.WINDOW_PRESET_ALL_TIME)
 
-    def resolve(self, now_s: float, minute_retention_s: float) -> windows.Resolved:
+    def resolve(self, now_s: float, settings: Settings) -> windows.Resolved:
+        """Bounded whatever was asked: INVALID_ARGUMENT past HOLISTIC_MAX_WINDOW_BUCKETS, before any read."""
+        retention = (settings.minute_retention_s, settings.hour_retention_s)
+        latest = now_s + settings.future_skew_s
         if self.start_s is not None and self.end_s is not None:
-            return windows.resolve(self.start_s, self.end_s, now_s, minute_retention_s)
-        return windows.resolve_preset(PRESET_NAMES[self.preset], now_s, minute_retention_s)
+            resolved = windows.resolve(self.start_s, self.end_s, now_s, *retention, latest_s=latest)
+        else:
+            resolved = windows.resolve_preset(PRESET_NAMES[self.preset], now_s, *retention, latest_s=latest)
+        if len(resolved.buckets) > settings.max_window_buckets:
+            raise InvalidArgument(
+                [
+                    FieldViolation(
+                        "range",
+                        f"resolves to {len(resolved.buckets)} buckets per family; at most "
+                        f"{settings.max_window_buckets} (HOLISTIC_MAX_WINDOW_BUCKETS): narrow the range",
+                    )
+                ]
+            )
+        return resolved
 
 
 def window_message(spec: WindowSpec, resolved: windows.Resolved) -> pp.Window:
-    w = pp.Window(preset=spec.preset, resolution_seconds=resolved.resolution_s)
+    w = pp.Window(
+        preset=spec.preset,
+        resolution_seconds=resolved.resolution_s,
+        start_resolution_seconds=resolved.start_grid_s,
+        end_resolution_seconds=resolved.end_grid_s,
+    )
     if not resolved.all_time:
         w.range.start_time.FromSeconds(int(resolved.start_s))  # type: ignore[arg-type]
         w.range.end_time.FromSeconds(int(resolved.end_s))  # type: ignore[arg-type]
+        start_ns, end_ns = spec.range_ns or (
+            round(resolved.requested_start_s * 1e9),  # type: ignore[operator]
+            round(resolved.requested_end_s * 1e9),  # type: ignore[operator]
+        )
+        w.requested_range.start_time.FromNanoseconds(start_ns)
+        w.requested_range.end_time.FromNanoseconds(end_ns)
     return w
 
 
 class ProfileReader:
+    """Profile reads: the window is bounded and the model known before any statistics are read; the
+    fold runs on a thread pool, so a heavy read does not hold the event loop that answers others."""
+
     def __init__(
         self,
         r: aioredis.Redis,
         settings: Settings,
+        folds: Executor | None = None,
+        limits: ReadLimits | None = None,
         deployment: Deployment | None = None,
         families: Callable[[str], Family] | None = None,
     ) -> None:
-        self.r = r
+        """deployment: the deployed families (default: read from the consumer groups); families: finds a
+        family's declaration and fold by name (default: the installed entry points)."""
+        self.r = r  # the reads' own pool: a flood of reads waits here, never on the connections of submits
         self.settings = settings
         self.keys = Keys(settings.key_prefix)
         self.deployment = deployment or Deployment(r, self.keys, settings.queue_shards)
         self.families = families
+        self.folds = folds
+        self.limits = limits or ReadLimits(
+            settings.tenant_concurrent_reads,
+            settings.tenant_max_watches,
+            settings.max_watches,
+            settings.tenant_read_buckets_per_s,
+        )
 
     async def exists(self, model: str, tenant: str = DEFAULT_TENANT) -> bool:
         return bool(await self.r.sismember(self.keys.models(tenant), model))
 
-    async def profile(self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT) -> pp.Profile:
-        """The profile of the tenant's model `public`; NotFound for a model the tenant never sent."""
+    async def profile(
+        self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT, queue: bool = False
+    ) -> pp.Profile:
+        """The profile of the tenant's model `public`; NotFound for a model the tenant never sent.
+        queue: wait for one of the tenant's read slots rather than be refused when many wait."""
+        resolved = spec.resolve(time.time(), self.settings)  # refuses an over-long window before any wait
+        cost = len(resolved.buckets) * len(await self.deployment.families()) + 1
+        async with self.limits.read(tenant, queue, cost):
+            if not await retrying(lambda: self.exists(public, tenant)):
+                raise NotFound(f"no predictions were ever accepted for model {public!r}")
+            return await retrying(lambda: self._read(public, spec, tenant))
+
+    async def _read(self, public: str, spec: WindowSpec, tenant: str) -> pp.Profile:
         model = internal_model(tenant, public)
         now = time.time()
-        resolved = spec.resolve(now, self.settings.minute_retention_s)
+        resolved = spec.resolve(now, self.settings)
         families = await self.deployment.families()
-        pipe = self.r.pipeline(transaction=False)
-        pipe.hgetall(self.keys.meta(model))
-        for fam in families:
-            pipe.hgetall(self.keys.signatures(model, fam))
-            for tier, bucket in resolved.buckets:
-                pipe.hgetall(self.keys.stats(model, fam, tier, bucket))
-        replies = await pipe.execute()
-        meta_raw, rest = replies[0], replies[1:]
-        if not meta_raw and not await self.exists(public, tenant):
-            raise NotFound(f"no predictions were ever accepted for model {public!r}")
-        meta = {k.decode(): float(v) for k, v in meta_raw.items()}
-        per = 1 + len(resolved.buckets)
-        folded: dict[str, Folded] = {}
-        signatures: dict[str, dict[str, bytes]] = {}
-        for i, fam in enumerate(families):
-            sigs, *hashes = rest[i * per : (i + 1) * per]
-            folded[fam] = Folded.from_hashes(hashes)
-            signatures[fam] = {k.decode(): v for k, v in sigs.items()}
-        profile = profile_mod.build(
-            model, window_message(spec, resolved), meta, folded, self.settings, now, signatures, self.families
+        keys: list[str] = []
+        for fam in families:  # per family: its recorded signatures, then its buckets
+            keys.append(self.keys.signatures(model, fam))
+            keys += [self.keys.stats(model, fam, tier, bucket) for tier, bucket in resolved.buckets]
+        replies: list[Any] = [await self.r.hgetall(self.keys.meta(model))]  # type: ignore[misc]
+        for i in range(0, len(keys), PIPELINE_CHUNK):  # short turns for Redis and this event loop
+            pipe = self.r.pipeline(transaction=False)
+            for key in keys[i : i + PIPELINE_CHUNK]:
+                pipe.hgetall(key)
+            replies += await pipe.execute()
+        window = window_message(spec, resolved)
+        loop = asyncio.get_running_loop()
+        profile = await loop.run_in_executor(
+            self.folds,
+            _fold,
+            model,
+            window,
+            replies,
+            families,
+            len(resolved.buckets),
+            self.settings,
+            now,
+            self.families,
         )
         profile.model = public
         return profile
 
     async def list_models(self, tenant: str = DEFAULT_TENANT) -> list[pp.ModelSummary]:
+        return await retrying(lambda: self._list_models(tenant))
+
+    async def _list_models(self, tenant: str) -> list[pp.ModelSummary]:
         models = sorted(m.decode() for m in await self.r.smembers(self.keys.models(tenant)))
         pipe = self.r.pipeline(transaction=False)
         for m in models:
@@ -133,3 +207,40 @@ class ProfileReader:
                 s.last_accept_time.FromMilliseconds(meta.get("last_accept_ms", meta["first_accept_ms"]))
             out.append(s)
         return out
+
+
+def _fold(
+    model: str,
+    window: pp.Window,
+    replies: list[Any],
+    families: list[str],
+    buckets: int,
+    settings: Settings,
+    now: float,
+    loader: Callable[[str], Family] | None,
+) -> pp.Profile:
+    """CPU-bound: decode every bucket hash, merge them per family, fold into the profile."""
+    meta = {k.decode(): float(v) for k, v in replies[0].items()}
+    rest, per = replies[1:], 1 + buckets
+    folded: dict[str, Folded] = {}
+    signatures: dict[str, dict[str, bytes]] = {}
+    for i, fam in enumerate(families):
+        sigs, *hashes = rest[i * per : (i + 1) * per]
+        folded[fam] = Folded.from_hashes(hashes)
+        signatures[fam] = {k.decode(): v for k, v in sigs.items()}
+    return profile_mod.build(model, window, meta, folded, settings, now, signatures, loader)
+
+
+async def retrying(read: Callable[[], Awaitable[T]], within_s: float = READ_RETRY_S) -> T:
+    """Run a read, again on a fresh connection while Redis is unreachable (a restart leaves every
+    pooled connection dead; each failed one is dropped), for up to within_s; then let it fail."""
+    deadline = time.monotonic() + within_s
+    delay = 0.02
+    while True:
+        try:
+            return await read()
+        except RETRYABLE:
+            if time.monotonic() + delay > deadline:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)

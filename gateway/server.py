@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import redis
@@ -39,6 +40,8 @@ from holistic.workqueue import WorkQueue
 
 log = logging.getLogger("holistic.gateway")
 LIVENESS = "liveness"
+
+GIL_SWITCH_S = 0.001
 
 
 class Gateway:
@@ -94,8 +97,13 @@ class Gateway:
         self.backlog = BacklogMonitor(
             self.r, Keys(s.key_prefix), self.deployment, s.backlog_max_batches, s.queue_shards, on_health=on_health
         )
-        reader = ProfileReader(self.r, s, self.deployment, self.families)
-        self.hub = WatchHub(self.r, reader)
+        # Reads and watches have connections of their own: a flood of them waits there, and never takes
+        # the connections that submits, the backlog monitor and health need.
+        self.reads_r = async_client(s, wait_s=10.0, max_connections=s.read_connections)
+        self.feed_r = async_client(s, max_connections=4)
+        self.folds = ThreadPoolExecutor(s.fold_threads, thread_name_prefix="fold")
+        reader = ProfileReader(self.reads_r, s, self.folds, deployment=self.deployment, families=self.families)
+        self.hub = WatchHub(self.feed_r, reader, reader.limits)
         self.quotas = Quotas(self.r, s, self.tokens, self.deployment)
         if s.durability == "strict":
             await check_strict(self.r)
@@ -161,6 +169,9 @@ class Gateway:
         if self.pinned is not None:
             await self.pinned.aclose()
         await self.r.aclose()
+        await self.reads_r.aclose()
+        await self.feed_r.aclose()
+        self.folds.shutdown(wait=False, cancel_futures=True)
         self.server = None
 
 
@@ -177,6 +188,9 @@ def server_credentials(s: Settings) -> grpc.ServerCredentials | None:
 
 
 async def serve(settings: Settings, address: str | None = None) -> None:
+    # Folds run on threads; the event loop answering every caller gets the GIL back within 1 ms of
+    # asking (Python's default hands it over every 5 ms), so a heavy fold barely delays others.
+    sys.setswitchinterval(GIL_SWITCH_S)
     serve_metrics(settings.metrics_address)
     gateway = Gateway(settings)
     await gateway.start(address)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 import redis
 
-from gateway import perturb, status
+from gateway import perturb, status, wire
 from gateway.auth import bearer_token
 from gateway.ingest import Ingestor, parse_request
 from gateway.profiles import ProfileReader, WindowSpec
@@ -87,28 +87,35 @@ class EvaluationService:
         return response
 
     @status.unary
-    async def GetProfile(
-        self, request: es.GetProfileRequest, context: grpc.aio.ServicerContext
-    ) -> es.GetProfileResponse:
+    async def GetProfile(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.GetProfileResponse:
+        request = wire.parse(es.GetProfileRequest, raw)
         _check_model(request.model)
         profile = await self.reader.profile(request.model, WindowSpec.from_request(request), self._tenant(context))
         return es.GetProfileResponse(profile=profile)
 
     @status.streaming
     async def WatchProfile(
-        self, request: es.WatchProfileRequest, context: grpc.aio.ServicerContext
+        self, raw: bytes, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[es.WatchProfileResponse]:
+        request = wire.parse(es.WatchProfileRequest, raw)
         _check_model(request.model)
         spec = WindowSpec.from_request(request)
         tenant = self._tenant(context)
         if not await self.reader.exists(request.model, tenant):
             await self.reader.profile(request.model, spec, tenant)  # raises NotFound with the message
-        async for profile in self.hub.watch(request.model, spec, tenant):
+        async for profile in self.hub.watch(request.model, spec, tenant, self._still_allowed(context, tenant)):
             yield es.WatchProfileResponse(profile=profile)
 
+    def _still_allowed(self, context: grpc.aio.ServicerContext, tenant: str) -> Callable[[], bool]:
+        """For a stream: whether its token still names the tenant (not revoked, not expired)."""
+        if self.tokens.open:
+            return lambda: True
+        token = bearer_token(context.invocation_metadata())
+        return lambda: self.tokens.tenant_of(token) == tenant
+
     @status.unary
-    async def Perturb(self, request: es.PerturbRequest, context: grpc.aio.ServicerContext) -> es.PerturbResponse:
-        return await perturb.perturb(request, self.ingestor.settings)
+    async def Perturb(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.PerturbResponse:
+        return await perturb.perturb(wire.parse(es.PerturbRequest, raw), self.ingestor.settings)
 
     @status.unary
     async def ListModels(
@@ -118,7 +125,8 @@ class EvaluationService:
 
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
-    """Like the generated add_*_to_server, except SubmitPredictions receives the raw bytes."""
+    """Like the generated add_*_to_server, except that requests arrive as bytes: gateway/wire.py parses them
+    so that a malformed one is INVALID_ARGUMENT naming its field."""
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
@@ -129,17 +137,17 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
             ),
             "GetProfile": grpc.unary_unary_rpc_method_handler(
                 service.GetProfile,
-                request_deserializer=es.GetProfileRequest.FromString,
+                request_deserializer=None,
                 response_serializer=es.GetProfileResponse.SerializeToString,
             ),
             "WatchProfile": grpc.unary_stream_rpc_method_handler(
                 service.WatchProfile,
-                request_deserializer=es.WatchProfileRequest.FromString,
+                request_deserializer=None,
                 response_serializer=es.WatchProfileResponse.SerializeToString,
             ),
             "Perturb": grpc.unary_unary_rpc_method_handler(
                 service.Perturb,
-                request_deserializer=es.PerturbRequest.FromString,
+                request_deserializer=None,
                 response_serializer=es.PerturbResponse.SerializeToString,
             ),
             "ListModels": grpc.unary_unary_rpc_method_handler(

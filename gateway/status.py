@@ -13,7 +13,15 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from holistic.errors import AlreadyExists, Backpressure, HolisticError, InvalidArgument, NotFound, Unavailable
+from holistic.errors import (
+    AlreadyExists,
+    Backpressure,
+    HolisticError,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    Unavailable,
+)
 from holistic.observability import RPC_SECONDS
 
 log = logging.getLogger("holistic.gateway")
@@ -51,6 +59,8 @@ def to_status(exc: BaseException) -> status_pb2.Status:
         return status_pb2.Status(code=code_pb2.ALREADY_EXISTS, message=str(exc))
     if isinstance(exc, NotFound):
         return status_pb2.Status(code=code_pb2.NOT_FOUND, message=str(exc))
+    if isinstance(exc, Unauthenticated):
+        return status_pb2.Status(code=code_pb2.UNAUTHENTICATED, message=str(exc))
     if isinstance(exc, Unavailable | redis.ConnectionError | redis.TimeoutError | ConnectionError):
         return status_pb2.Status(code=code_pb2.UNAVAILABLE, message=f"storage unavailable: {exc}")
     if isinstance(exc, HolisticError):

@@ -1,8 +1,12 @@
-"""WatchProfile fan-out: one blocking XREAD per watched model, shared by all its watchers.
+"""WatchProfile fan-out: one blocking XREAD loop for every watched model, on a connection of its own.
 
-Workers XADD to a model's capped updates stream after every apply. The model's feed wakes its
-watchers; each recomputes its window's profile at most every `min_interval_s` (bursts of applies
-coalesce into one profile), so a fresh profile goes out well within a second of an apply.
+Workers XADD to a model's capped updates stream after every apply. The hub's single loop reads all
+watched models' streams in one XREAD (per cluster slot on a Redis Cluster) on its own client, so
+watches hold no connection of the pools that reads and submits use, however many are open. A
+model's feed wakes its watchers; watchers of one model and window share each recomputed profile
+(computed at most every `min_interval_s`: bursts of applies coalesce), so a thousand watchers cost
+one read per update. Every watcher re-checks its token at least every CHECK_S, so a revoked or
+expired token's streams end within a second.
 """
 
 from __future__ import annotations
@@ -10,108 +14,166 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import redis.asyncio as aioredis
+from redis.crc import key_slot
 
 from gateway.profiles import ProfileReader, WindowSpec
-from holistic.keys import Keys
+from gateway.read_limits import ReadLimits
+from holistic.errors import Unauthenticated
 from holistic.redis_conn import RETRYABLE
 from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.profile_pb2 import Profile
 
 log = logging.getLogger("holistic.gateway")
 
+CHECK_S = 0.25  # how often an idle watcher re-checks its token
+BLOCK_MS = 250  # the feed loop's XREAD block: a newly watched model joins the read within it
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
 
 class _Feed:
-    def __init__(self, r: aioredis.Redis, stream: str) -> None:
-        self.r = r
-        self.stream = stream
+    """One watched model: the last updates-stream id seen, a version bumped per batch of news, and the
+    latest profile per window, shared by its watchers."""
+
+    def __init__(self, last_id: str) -> None:
+        self.last_id = last_id
         self.version = 0
-        self.changed = asyncio.Condition()
+        self.changed = asyncio.Event()
         self.watchers = 0
-        self.ready = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
+        self.shared: dict[WindowSpec, tuple[int, asyncio.Task[Profile]]] = {}
 
-    async def _start_id(self) -> str:
-        """The newest entry now: everything after it is news, with no gap before the first XREAD."""
-        newest = await self.r.xrevrange(self.stream, count=1)
-        if not newest:
-            return "0-0"
-        eid = newest[0][0]
-        return eid.decode() if isinstance(eid, bytes) else eid
+    def bump(self) -> None:
+        self.version += 1
+        self.changed.set()
+        self.changed = asyncio.Event()
+        self.shared.clear()  # every window needs a new profile now; watchers keep the tasks they await
 
-    async def run(self, block_ms: int) -> None:
-        delay = 0.1
-        while True:
-            try:
-                last = await self._start_id()
-                break
-            except RETRYABLE as exc:
-                log.warning("watch feed %s: redis unreachable (%s)", self.stream, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-        self.ready.set()
-        while True:
-            try:
-                reply = await self.r.xread({self.stream: last}, block=block_ms, count=1000)
-                delay = 0.1
-            except RETRYABLE as exc:
-                log.warning("watch feed %s: redis unreachable (%s)", self.stream, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-                continue
-            if not reply:
-                continue
-            entries = reply[0][1]
-            last_id = entries[-1][0]
-            last = last_id.decode() if isinstance(last_id, bytes) else last_id
-            async with self.changed:
-                self.version += 1
-                self.changed.notify_all()
+    def profile(self, spec: WindowSpec, version: int, read: Callable[[], Any]) -> asyncio.Task[Profile]:
+        """The profile of `spec` as of `version` or later: computed once for every watcher asking."""
+        if len(self.shared) > 2 * self.watchers:  # windows of watchers gone: keep the map as small as they are
+            self.shared.clear()
+        held = self.shared.get(spec)
+        if held is None or held[0] < version or (held[1].done() and held[1].exception() is not None):
+            held = (self.version, asyncio.ensure_future(read()))
+            self.shared[spec] = held
+        return held[1]
 
 
 class WatchHub:
-    def __init__(self, r: aioredis.Redis, reader: ProfileReader, min_interval_s: float = 0.1) -> None:
-        self.r = r
+    def __init__(
+        self,
+        feed_r: aioredis.Redis,
+        reader: ProfileReader,
+        limits: ReadLimits,
+        min_interval_s: float = 0.1,
+    ) -> None:
+        self.feed_r = feed_r  # the loop's own client: never the pools of reads or submits
         self.reader = reader
         self.keys = reader.keys
+        self.limits = limits
         self.min_interval_s = min_interval_s
-        self.block_ms = 5000
-        self.feeds: dict[str, _Feed] = {}
+        self.block_ms = BLOCK_MS
+        self.feeds: dict[str, _Feed] = {}  # updates stream key -> feed
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
 
-    def _feed(self, model: str) -> _Feed:
-        feed = self.feeds.get(model)
+    async def _join(self, model: str) -> tuple[str, _Feed]:
+        stream = self.keys.updates(model)
+        feed = self.feeds.get(stream)
         if feed is None:
-            feed = self.feeds[model] = _Feed(self.r, Keys(self.keys.prefix).updates(model))
-            feed.task = asyncio.create_task(feed.run(self.block_ms), name=f"watch-{model}")
-        return feed
-
-    async def watch(self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT) -> AsyncIterator[Profile]:
-        model = internal_model(tenant, public)
-        feed = self._feed(model)
+            # the newest entry now: everything after it is news, with no gap before the loop's next XREAD
+            newest = await self.reader.r.xrevrange(stream, count=1)
+            feed = self.feeds.get(stream)  # another watcher may have joined meanwhile
+            if feed is None:
+                feed = self.feeds[stream] = _Feed(_text(newest[0][0]) if newest else "0-0")
         feed.watchers += 1
-        try:
-            await feed.ready.wait()
-            seen = feed.version
-            yield await self.reader.profile(public, spec, tenant)
-            while True:
-                async with feed.changed:
-                    await feed.changed.wait_for(lambda seen=seen: feed.version != seen)
-                await asyncio.sleep(self.min_interval_s)  # let a burst of applies land
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._loop(), name="watch-feed")
+        self.wake.set()
+        return stream, feed
+
+    def _leave(self, stream: str, feed: _Feed) -> None:
+        feed.watchers -= 1
+        if feed.watchers == 0 and self.feeds.get(stream) is feed:
+            del self.feeds[stream]
+
+    def _groups(self) -> list[dict[str, str]]:
+        """The streams to read, in one XREAD on a single Redis, one per hash slot on a cluster."""
+        streams = {key: feed.last_id for key, feed in self.feeds.items()}
+        if isinstance(self.feed_r, aioredis.Redis):
+            return [streams] if streams else []
+        by_slot: dict[int, dict[str, str]] = defaultdict(dict)
+        for key, last in streams.items():
+            by_slot[key_slot(key.encode())][key] = last
+        return list(by_slot.values())
+
+    async def _loop(self) -> None:
+        delay = 0.1
+        while True:
+            groups = self._groups()
+            if not groups:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            try:
+                replies = await asyncio.gather(
+                    *(self.feed_r.xread(g, block=self.block_ms, count=100) for g in groups)  # type: ignore[arg-type]
+                )
+                delay = 0.1
+            except RETRYABLE as exc:
+                log.warning("watch feed: redis unreachable (%s)", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            for reply in replies:
+                for stream, entries in reply or ():
+                    feed = self.feeds.get(_text(stream))
+                    if feed is not None and entries:
+                        feed.last_id = _text(entries[-1][0])
+                        feed.bump()
+
+    async def watch(
+        self,
+        public: str,
+        spec: WindowSpec,
+        tenant: str = DEFAULT_TENANT,
+        allowed: Callable[[], bool] = lambda: True,
+    ) -> AsyncIterator[Profile]:
+        """Profiles of the tenant's model: now, then after each apply, while `allowed()` holds."""
+        model = internal_model(tenant, public)
+
+        async def read() -> Profile:
+            return await self.reader.profile(public, spec, tenant, queue=True)
+
+        with self.limits.watch(tenant):
+            stream, feed = await self._join(model)
+            try:
                 seen = feed.version
-                yield await self.reader.profile(public, spec, tenant)
-        finally:
-            feed.watchers -= 1
-            if feed.watchers == 0 and self.feeds.get(model) is feed:
-                del self.feeds[model]
-                if feed.task is not None:
-                    feed.task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await feed.task
+                yield await asyncio.shield(feed.profile(spec, seen, read))
+                while True:
+                    changed = feed.changed
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait(), CHECK_S)
+                    if not allowed():
+                        raise Unauthenticated("the token was revoked or has expired")
+                    if feed.version == seen:
+                        continue
+                    await asyncio.sleep(self.min_interval_s)  # let a burst of applies land
+                    seen = feed.version
+                    yield await asyncio.shield(feed.profile(spec, seen, read))
+            finally:
+                self._leave(stream, feed)
 
     async def close(self) -> None:
-        for feed in list(self.feeds.values()):
-            if feed.task is not None:
-                feed.task.cancel()
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
         self.feeds.clear()

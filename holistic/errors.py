@@ -61,3 +61,7 @@ class Backpressure(HolisticError):
 
 class Unavailable(HolisticError):
     """Redis is unreachable."""
+
+
+class Unauthenticated(HolisticError):
+    """The caller's token was revoked or expired while its call was open."""

@@ -63,7 +63,8 @@ class Keys:
         return f"{self._model(model)}:done:{family}"
 
     def stats(self, model: str, family: str, tier: str, bucket: int | None = None) -> str:
-        """HASH of mergeable statistics; tier is "all", "m" (minute) or "h" (hour)."""
+        """HASH of mergeable statistics; tier is "all" or a bucket tier of holistic/windows.py: "m" (minute),
+        "h" (hour), "d" (day), "d16" or "d256" (16 and 256 days), with the epoch-aligned bucket index."""
         suffix = tier if bucket is None else f"{tier}:{bucket}"
         return f"{self._model(model)}:st:{family}:{suffix}"
 

@@ -27,6 +27,10 @@ PREDICTIONS = Counter(
 )
 BATCHES = Counter("holistic_gateway_batches", "SubmitPredictions calls, by outcome and reason.", ["outcome", "reason"])
 RPC_SECONDS = Histogram("holistic_gateway_rpc_seconds", "Time to answer an RPC.", ["method"])
+READS_REFUSED = Counter(
+    "holistic_gateway_reads_refused", "Profile reads and watches refused over a limit, by limit.", ["limit"]
+)
+WATCHES_OPEN = Gauge("holistic_gateway_watches_open", "Open WatchProfile streams in this process.")
 REDIS_UP = Gauge("holistic_redis_up", "1 while the last Redis check of this process succeeded.")
 BACKLOG = Gauge("holistic_family_backlog_batches", "Undelivered plus unacknowledged batches per family.", ["family"])
 BACKLOG_CAP = Gauge(

@@ -51,10 +51,15 @@ def sync_client(settings: Settings, **kwargs: Any) -> redis.Redis:
     return redis.Redis.from_url(_url(settings), health_check_interval=30, **common)
 
 
-def async_client(settings: Settings, **kwargs: Any) -> aioredis.Redis:
+def async_client(settings: Settings, wait_s: float | None = None, **kwargs: Any) -> aioredis.Redis:
+    """wait_s: when every pooled connection is busy, wait this long for one (not fail at once)."""
     common: dict[str, Any] = {**_tls(settings), "socket_connect_timeout": 5.0, **kwargs}
     if settings.redis_cluster:
         return aiocluster.RedisCluster.from_url(_url(settings), **common)  # type: ignore[return-value]
-    return aioredis.Redis.from_url(
-        _url(settings), health_check_interval=30, max_connections=common.pop("max_connections", 256), **common
-    )
+    max_connections = common.pop("max_connections", 256)
+    if wait_s is not None:
+        pool = aioredis.BlockingConnectionPool.from_url(
+            _url(settings), max_connections=max_connections, timeout=wait_s, health_check_interval=30, **common
+        )
+        return aioredis.Redis(connection_pool=pool)
+    return aioredis.Redis.from_url(_url(settings), health_check_interval=30, max_connections=max_connections, **common)

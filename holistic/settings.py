@@ -78,6 +78,16 @@ class Settings(BaseSettings):
         description="Installed families to deploy, comma separated. `holistic up` starts one worker each (empty: "
         "every installed family); a gateway creates their consumer groups at start (empty: none, the workers do).",
     )
+    # Reads and watches: bounded per request, per tenant and per gateway (gateway/read_limits.py).
+    max_window_buckets: int = Field(default=512, ge=1, description="Buckets one profile read may fold, per family.")
+    tenant_concurrent_reads: int = Field(default=4, ge=1, description="Profile reads in flight per tenant.")
+    tenant_read_buckets_per_s: int = Field(
+        default=4000, ge=0, description="Statistics buckets a tenant's reads may fold per second; 0: unlimited."
+    )
+    tenant_max_watches: int = Field(default=32, ge=1, description="Open WatchProfile streams per tenant.")
+    max_watches: int = Field(default=1024, ge=1, description="Open WatchProfile streams per gateway process.")
+    read_connections: int = Field(default=32, ge=2, description="Redis connections for reads (submits have theirs).")
+    fold_threads: int = Field(default=2, ge=1, le=64, description="Threads that fold profiles off the event loop.")
 
     # --- Workers ---------------------------------------------------------------------------
     read_count: int = Field(default=16, ge=1, le=1000)

@@ -137,11 +137,13 @@ class WorkQueue:
         """Smallest entry id some group still needs, or None when no group exists."""
         floor: str | None = None
         for g in self.groups():
+            needed = next_id(str(g["last-delivered-id"]))
             if int(g.get("pending", 0)):  # type: ignore[call-overload]
                 summary = self.r.xpending(self.stream, str(g["name"]))
-                needed = _s(summary["min"])
-            else:
-                needed = next_id(str(g["last-delivered-id"]))
+                # acked since XINFO: Redis answers {pending: 0, min: None}; then all it was given is done,
+                # and what it is given later comes after the last-delivered id read above
+                if summary.get("min") is not None:
+                    needed = _s(summary["min"])
             if floor is None or id_key(needed) < id_key(floor):
                 floor = needed
         return floor

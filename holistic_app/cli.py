@@ -152,9 +152,29 @@ def worker(family: str) -> None:
 @click.option(
     "--token", envvar=["HOLISTIC_DASHBOARD_TOKEN", "HOLISTIC_TOKEN"], default=None, help="Bearer token for the gateway."
 )
-def dashboard(address: str | None, target: str, token: str | None) -> None:
+@click.option("--ca", envvar="HOLISTIC_TLS_CA", default=None, help="CA certificate (PEM): reach the gateway over TLS.")
+@click.option("--cert", envvar="HOLISTIC_TLS_CLIENT_CERT", default=None, help="Client certificate: mutual TLS.")
+@click.option("--key", envvar="HOLISTIC_TLS_CLIENT_KEY", default=None, help="Client certificate key.")
+@click.option(
+    "--allowed-hosts",
+    envvar="HOLISTIC_DASHBOARD_ALLOWED_HOSTS",
+    default="",
+    help="Host names (comma separated) the page may be reached by, besides IP addresses and localhost.",
+)
+def dashboard(
+    address: str | None,
+    target: str,
+    token: str | None,
+    ca: str | None,
+    cert: str | None,
+    key: str | None,
+    allowed_hosts: str,
+) -> None:
     """Serve the live web dashboard, reading the gateway at --target with --token."""
+    from holistic_client.client import tls_credentials
     from holistic_dashboard.server import serve
+
+    credentials = tls_credentials(ca, cert, key) if ca or cert else None
 
     settings = _settings()
     _logging(settings)
@@ -163,7 +183,9 @@ def dashboard(address: str | None, target: str, token: str | None) -> None:
         err.print(f"dashboard on [link={url}]{url}[/link], reading the gateway at {target}")
 
     try:
-        asyncio.run(serve(address or settings.dashboard_address, target, token, on_ready=ready))
+        where = address or settings.dashboard_address
+        hosts = allowed_hosts.split(",")
+        asyncio.run(serve(where, target, token, on_ready=ready, credentials=credentials, allowed_hosts=hosts))
     except OSError as exc:
         err.print(f"[red]error:[/red] {exc}")
         sys.exit(2)

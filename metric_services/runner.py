@@ -41,7 +41,7 @@ from holistic.registry import load_family
 from holistic.settings import Settings
 from holistic.signature import signature_id
 from holistic.stats import Stats, signature_field
-from holistic.windows import hour_of_minute
+from holistic.windows import tier_buckets
 from holistic.workqueue import WorkQueue
 
 log = logging.getLogger("holistic.worker")
@@ -365,13 +365,14 @@ class Worker:
             stamped.setdefault(minute, Stats()).incr(stamp, count)
         tiers: dict[str, tuple[int, Stats]] = {}
         total = Stats()
+        ttl = {"m": s.minute_retention_s, "h": s.hour_retention_s}  # longer tiers are kept
         for minute, st in stamped.items():
-            tiers[self.keys.stats(model, fam, "m", minute)] = (s.minute_retention_s, st)
-            hour_key = self.keys.stats(model, fam, "h", hour_of_minute(minute))
-            if hour_key in tiers:
-                tiers[hour_key][1].merge(st)
-            else:
-                tiers[hour_key] = (s.hour_retention_s, Stats().merge(st))
+            for tier, bucket in tier_buckets(minute):
+                key = self.keys.stats(model, fam, tier, bucket)
+                if key in tiers:
+                    tiers[key][1].merge(st)
+                else:
+                    tiers[key] = (ttl.get(tier, 0), Stats().merge(st))
             total.merge(st)
         if stamped:
             tiers[self.keys.stats(model, fam, "all")] = (0, total)

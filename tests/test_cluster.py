@@ -177,3 +177,41 @@ def test_dead_letters_replay_and_trim_per_shard(rc, redis_cluster, make_gateway,
     assert trimmed >= 4 and all(rc.xlen(Keys().stream_for(n)) == 0 for n in range(SHARDS))
     with gw.client() as c:
         assert {c.get_profile(f"m{m}").counts.window_predictions for m in range(4)} == {2}
+
+
+def test_watches_of_models_in_different_slots_share_the_feed_loop(rc, redis_cluster, make_gateway, make_settings):
+    """The watch loop reads every watched model's updates stream, one XREAD per hash slot on a cluster."""
+    import threading
+
+    url, _ = redis_cluster
+    cluster = {"redis_url": url, "redis_cluster": True, "queue_shards": SHARDS}
+    gw = make_gateway(families="accuracy", **cluster)
+    settings = make_settings(families="accuracy", **cluster)
+    worker = Worker("accuracy", settings, sync_client(settings))
+    models = ["model-0", "model-1", "model-2"]
+    assert len({rc.keyslot(Keys().updates(m)) for m in models}) == 3
+    with gw.client() as c:
+        for m in models:
+            c.submit([prediction("a")], batch_id="b1", model=m)
+        drain(worker)
+        seen: dict[str, list[int]] = {m: [] for m in models}
+        streams = {m: gw.client().watch_profile(m) for m in models}
+
+        def consume(m: str) -> None:
+            for p in streams[m]:
+                seen[m].append(p.counts.window_predictions)
+                if len(seen[m]) == 2:
+                    return
+
+        threads = [threading.Thread(target=consume, args=(m,), daemon=True) for m in models]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 20
+        while any(not v for v in seen.values()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for m in models:
+            c.submit([prediction("b"), prediction("c")], batch_id="b2", model=m)
+        drain(worker)
+        for t in threads:
+            t.join(20)
+    assert seen == {m: [1, 3] for m in models}

@@ -62,8 +62,8 @@ def live_workers(settings: Settings, redis_server: str) -> Iterator[LiveWorkers]
 class DashboardThread:
     """The dashboard server on its own event loop in a thread, on a free port."""
 
-    def __init__(self, target: str, token: str | None) -> None:
-        self.dashboard = Dashboard(target, token, poll_s=0.2)
+    def __init__(self, target: str, token: str | None, **kwargs: Any) -> None:
+        self.dashboard = Dashboard(target, token, poll_s=0.2, **kwargs)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -83,8 +83,8 @@ class DashboardThread:
 def make_dashboard() -> Iterator[Callable[..., DashboardThread]]:
     started: list[DashboardThread] = []
 
-    def make(target: str, token: str | None = None) -> DashboardThread:
-        d = DashboardThread(target, token)
+    def make(target: str, token: str | None = None, **kwargs: Any) -> DashboardThread:
+        d = DashboardThread(target, token, **kwargs)
         started.append(d)
         return d
 

@@ -50,14 +50,15 @@ def test_node_suite_against_a_live_gateway(node, make_gateway, live_workers):
 def test_node_suite_against_a_full_deployment(node, make_gateway, make_settings, redis_server):
     """Every family deployed, as `holistic up` runs them, and a 0.4 s latency objective: the live suite
     must not lean on the two-family gateway or on default settings."""
-    from holistic.settings import KNOWN_FAMILIES
+    from holistic.registry import installed, load_family
     from tests.clients.conftest import LiveWorkers
 
-    settings = make_settings(latency_objective_s=0.4)
-    assert settings.families == list(KNOWN_FAMILIES)
-    workers = LiveWorkers(settings, redis_server, tuple(KNOWN_FAMILIES))
+    settings = make_settings()
+    assert settings.families == installed()
+    efficiency = load_family("efficiency").configured(latency_objective_s=0.4)  # workers and gateway alike
+    workers = LiveWorkers(settings, redis_server, tuple(efficiency if f == "efficiency" else f for f in installed()))
     try:
-        gw = make_gateway(tokens=TOKEN, latency_objective_s=0.4)
+        gw = make_gateway(tokens=TOKEN, fold_families={"efficiency": efficiency})
         result = run_node(node, "--test", target=gw.address)
     finally:
         workers.stop()

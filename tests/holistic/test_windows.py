@@ -1,4 +1,4 @@
-"""holistic.windows: which minute and hour buckets a window reads; counts worked out by hand.
+"""holistic.windows: which buckets of which tier a window reads; counts worked out by hand.
 
 NOW = 1_700_000_000 s is 20 s into epoch minute 28_333_333 (= 1_699_999_980 / 60) and
 13 min 20 s into epoch hour 472_222 (which starts at minute 28_333_320, second 1_699_999_200).
@@ -6,11 +6,25 @@ NOW = 1_700_000_000 s is 20 s into epoch minute 28_333_333 (= 1_699_999_980 / 60
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 
 import pytest
 
-from holistic.windows import ALL_TIME, HOUR, MINUTE, Resolved, minute_of, resolve, resolve_preset
+from holistic.windows import (
+    ALL_TIME,
+    EARLIEST_DATA_S,
+    HOUR,
+    MINUTE,
+    TIERS,
+    Resolved,
+    max_buckets,
+    minute_of,
+    resolve,
+    resolve_preset,
+    tier_buckets,
+)
 
 NOW = 1_700_000_000
 DAY = 86_400
@@ -90,15 +104,22 @@ def test_window_beyond_minute_retention_rounds_out_to_hours():
     r = resolve_preset("last_week", NOW, retention)
     # oldest kept minute = minute_of(NOW - 86_400) + 1 = 28_331_894.
     # start = NOW - 604_800 = 1_699_395_200 -> minute 28_323_253 in hour 472_054 (starts 28_323_240),
-    # older than retention: the whole hour 472_054 is read, start rounds out to 28_323_240 * 60.
-    # Then whole hours through 472_221 (168 hours: 472_054 .. 472_221), and the trailing 14 minutes.
+    # older than retention: the start rounds out to hour 472_054 (second 1_699_394_400).
+    # Then hours 472_054, 472_055 up to day 19_669 (second 1_699_401_600), whole days 19_669 .. 19_674,
+    # hours 472_200 .. 472_221 of day 19_675, and the trailing 14 minutes 28_333_320 .. 28_333_333.
     assert r.start_s == 28_323_240 * 60 == 1_699_394_400
     assert r.start_s < NOW - 7 * DAY
     assert r.end_s == 1_700_000_040
-    assert kinds(r).count("h") == 168
-    assert kinds(r).count("m") == 14
-    assert r.buckets[0] == ("h", 472_054)
+    assert list(r.buckets) == (
+        [("h", 472_054), ("h", 472_055)]
+        + [("d", d) for d in range(19_669, 19_675)]
+        + [("h", h) for h in range(472_200, 472_222)]
+        + [("m", m) for m in range(28_333_320, 28_333_334)]
+    )
+    assert len(r.buckets) == 44
     assert r.resolution_s == HOUR
+    assert (r.start_grid_s, r.end_grid_s) == (HOUR, MINUTE)
+    assert (r.requested_start_s, r.requested_end_s) == (NOW - 7 * DAY, NOW)
 
 
 def test_old_short_window_is_one_hour_bucket():
@@ -168,3 +189,72 @@ def test_resolved_is_frozen():
     r = Resolved(0.0, 60.0, (("m", 0),), MINUTE)
     with pytest.raises(AttributeError):
         r.start_s = 1.0  # type: ignore[misc]
+
+
+def test_1970_to_9999_costs_a_bounded_number_of_buckets():
+    # Clamped to [2000-01-01, NOW + 300 s skew) = [946_684_800, ceil(1_700_000_300 / 60) * 60 = 1_700_000_340).
+    # Left edge: 2000-01-01 is day 10_957; days 10_957 .. 10_959 up to the 16-day grid (day 10_960 = 685 * 16),
+    # 16-day buckets 685 .. 687 up to the 256-day grid (day 11_008 = 43 * 256).
+    # Right edge: minutes 28_333_320 .. 28_333_338 of hour 472_222; hours 472_200 .. 472_221 of day 19_675;
+    # days 19_664 .. 19_674 (19_664 = 1229 * 16); 16-day buckets 1216 .. 1228 (19_456 = 76 * 256 days).
+    # Middle: 256-day buckets 43 .. 75. Total 3 + 3 + 33 + 13 + 11 + 22 + 19 = 104.
+    r = resolve(0, 253_402_300_800, NOW, RETENTION, latest_s=NOW + 300)  # 1970-01-01 .. 9999-12-31
+    assert list(r.buckets) == (
+        [("d", d) for d in range(10_957, 10_960)]
+        + [("d16", b) for b in range(685, 688)]
+        + [("d256", b) for b in range(43, 76)]
+        + [("d16", b) for b in range(1216, 1229)]
+        + [("d", d) for d in range(19_664, 19_675)]
+        + [("h", h) for h in range(472_200, 472_222)]
+        + [("m", m) for m in range(28_333_320, 28_333_339)]
+    )
+    assert len(r.buckets) == 104
+    assert (r.start_s, r.end_s) == (EARLIEST_DATA_S, 1_700_000_340)
+    assert (r.start_grid_s, r.end_grid_s, r.resolution_s) == (MINUTE, MINUTE, MINUTE)
+    assert (r.requested_start_s, r.requested_end_s) == (0, 253_402_300_800)
+
+
+def test_edge_older_than_hour_retention_rounds_out_to_its_day():
+    start = NOW - 500 * DAY + 1234  # 500 days ago: minute and hour buckets there have expired
+    r = resolve(start, NOW - 499 * DAY, NOW, RETENTION, hour_retention_s=400 * DAY)
+    # NOW - 500 days = 1_656_800_000 is in day 19_175 (which starts 1_656_720_000); the end,
+    # 1_656_886_400, is in day 19_176: both edges round out to their days, two day buckets.
+    assert r.buckets == (("d", 19_175), ("d", 19_176))
+    assert (r.start_s, r.end_s) == (19_175 * DAY, 19_177 * DAY)
+    assert (r.start_grid_s, r.end_grid_s, r.resolution_s) == (DAY, DAY, DAY)
+
+
+def test_tier_buckets_of_a_minute():
+    # minute 28_333_333 = second 1_699_999_980: hour 472_222, day 19_675, 16-day 1229, 256-day 76.
+    assert tier_buckets(28_333_333) == [("m", 28_333_333), ("h", 472_222), ("d", 19_675), ("d16", 1229), ("d256", 76)]
+
+
+def _kept(tier, index, now, minute_ret, hour_ret):
+    ret = {"m": minute_ret, "h": hour_ret}.get(tier)
+    if ret is None:
+        return True
+    secs = dict(TIERS)[tier]
+    return index >= math.floor((now - ret) / secs) + 1
+
+
+def test_random_ranges_cover_exactly_once_with_kept_buckets_and_a_bounded_count():
+    rng = random.Random(14)
+    secs = dict(TIERS)
+    for _ in range(3000):
+        now = rng.uniform(1.2e9, 1.8e9)
+        minute_ret = rng.choice([3600, DAY, 3 * DAY])
+        hour_ret = rng.choice([3 * DAY, 30 * DAY, 400 * DAY])
+        a = rng.uniform(0, now + 1000)
+        b = a + rng.choice([1, 59, 61, 3599, 7201, 2 * DAY + 17, 400 * DAY, 30 * 365 * DAY]) * rng.random() + 1
+        r = resolve(a, b, now, minute_ret, hour_ret, latest_s=now + 300)
+        spans = [(i * secs[t], (i + 1) * secs[t]) for t, i in r.buckets]
+        assert all(left[1] == right[0] for left, right in itertools.pairwise(spans)), "contiguous"
+        assert (spans[0][0], spans[-1][1]) == (r.start_s, r.end_s)
+        lo, hi = max(a, EARLIEST_DATA_S), min(b, now + 300)
+        if lo < hi:  # the range overlaps where data can exist: all of that overlap is covered
+            assert r.start_s <= lo and r.end_s >= hi
+            assert r.start_s > lo - r.start_grid_s and r.end_s < hi + r.end_grid_s
+        assert all(_kept(t, i, now, minute_ret, hour_ret) for t, i in r.buckets)
+        assert len(r.buckets) <= max_buckets(r.end_s - r.start_s) <= max_buckets(now + 360 - EARLIEST_DATA_S)
+    # the bound for the next decades stays far under the default ceiling of 512
+    assert max_buckets((2100 - 1970) * 365.25 * DAY - EARLIEST_DATA_S) < 512  # until the year 2100

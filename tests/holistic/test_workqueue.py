@@ -13,7 +13,7 @@ from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.stats import Folded
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
-from holistic.workqueue import WorkQueue
+from holistic.workqueue import WorkQueue, next_id
 from tests.conftest import drain
 from tests.factories import batch
 
@@ -246,3 +246,21 @@ def test_apply_survives_redis_losing_its_scripts_mid_pipeline(r, make_worker, mo
     monkeypatch.setattr(redis.client.Pipeline, "load_scripts", load_then_lose)
     assert drain(w) == 1
     assert flushed and w.counters.applied == 1 and applied_count(r, "m", "accuracy") == 3
+
+
+def test_trim_floor_when_a_group_acked_everything_between_xinfo_and_xpending(r, monkeypatch):
+    # issue 14, defect 10: XINFO GROUPS said "1 pending", then the worker acked it before the janitor's
+    # XPENDING, whose reply for a group with nothing pending is {pending: 0, min: None, ...}.
+    q = WorkQueue(r, KEYS)
+    ids = [add_batch(r, "m", s) for s in range(1, 4)]
+    q.read("efficiency", "c2", 10, 1)
+    q.ack("efficiency", ids)
+    got = q.read("accuracy", "c1", 2, 1)  # entries 1 and 2 delivered, 3 not
+    stale = q.groups()  # accuracy: 2 pending
+    assert {str(g["name"]): int(g["pending"]) for g in stale} == {"accuracy": 2, "efficiency": 0}  # type: ignore[call-overload]
+    q.ack("accuracy", [got[0][0], got[1][0]])  # ... and now nothing is pending
+    monkeypatch.setattr(q, "groups", lambda: stale)
+    # everything up to entry 2 is done for both groups: the floor is just after it, entry 3 stays
+    assert q.trim_floor() == next_id(ids[1])
+    assert q.trim() == 2
+    assert [e[0].decode() for e in r.xrange(KEYS.stream)] == ids[2:]

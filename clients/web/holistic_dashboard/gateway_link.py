@@ -38,9 +38,19 @@ def _set_window(request: es.GetProfileRequest | es.WatchProfileRequest, window: 
 
 
 class GatewayLink:
-    def __init__(self, target: str, token: str | None = None, timeout_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        target: str,
+        token: str | None = None,
+        timeout_s: float = 15.0,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        """credentials: TLS (or mutual TLS) to the gateway, as the clients' tls_credentials builds them."""
         self.target = target
-        self.channel = grpc.aio.insecure_channel(target)
+        if credentials is None:
+            self.channel = grpc.aio.insecure_channel(target)
+        else:
+            self.channel = grpc.aio.secure_channel(target, credentials)
         self.stub = es_grpc.EvaluationServiceStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.timeout_s = timeout_s

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from aiohttp_sse import sse_response
 
 from holistic_dashboard.compare import compare, previous_range
 from holistic_dashboard.gateway_link import WINDOWS, GatewayError, GatewayLink, to_json
+from holistic_dashboard.host_guard import host_guard
 
 log = logging.getLogger("holistic.dashboard")
 
@@ -149,8 +150,8 @@ async def events(request: web.Request) -> web.StreamResponse:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def create_app(link: GatewayLink, poll_s: float = 2.0) -> web.Application:
-    app = web.Application(middlewares=[gateway_errors])
+def create_app(link: GatewayLink, poll_s: float = 2.0, allowed_hosts: Iterable[str] = ()) -> web.Application:
+    app = web.Application(middlewares=[host_guard(allowed_hosts), gateway_errors])
     app[LINK] = link
     app[POLL_S] = poll_s
     app[CLOSING] = asyncio.Event()
@@ -175,15 +176,27 @@ def create_app(link: GatewayLink, poll_s: float = 2.0) -> web.Application:
 class Dashboard:
     """The server on an event loop the caller owns (the CLI's, or a test's thread)."""
 
-    def __init__(self, target: str, token: str | None = None, poll_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        target: str,
+        token: str | None = None,
+        poll_s: float = 2.0,
+        credentials: grpc.ChannelCredentials | None = None,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
+        """credentials: TLS or mutual TLS to the gateway (holistic_client.client.tls_credentials);
+        allowed_hosts: names besides IP literals and localhost that the page may be reached by."""
         self.target = target
         self.token = token
         self.poll_s = poll_s
+        self.credentials = credentials
+        self.allowed_hosts = list(allowed_hosts)
         self.runner: web.AppRunner | None = None
         self.url = ""
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self.runner = web.AppRunner(create_app(GatewayLink(self.target, self.token), self.poll_s), shutdown_timeout=3)
+        link = GatewayLink(self.target, self.token, credentials=self.credentials)
+        self.runner = web.AppRunner(create_app(link, self.poll_s, self.allowed_hosts), shutdown_timeout=3)
         await self.runner.setup()
         site = web.TCPSite(self.runner, host, port)
         await site.start()
@@ -196,9 +209,16 @@ class Dashboard:
             await self.runner.cleanup()
 
 
-async def serve(address: str, target: str, token: str | None, on_ready: Callable[[str], None] | None = None) -> None:
+async def serve(
+    address: str,
+    target: str,
+    token: str | None,
+    on_ready: Callable[[str], None] | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
+    allowed_hosts: Iterable[str] = (),
+) -> None:
     host, _, port = address.rpartition(":")
-    dashboard = Dashboard(target, token)
+    dashboard = Dashboard(target, token, credentials=credentials, allowed_hosts=allowed_hosts)
     url = await dashboard.start(host or "127.0.0.1", int(port))
     if on_ready:
         on_ready(url)
