@@ -22,10 +22,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from holistic.tenants import hash_token
-from holistic.up import free_address, wait_serving
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.windows import resolve
+from holistic_app.up import free_address, wait_serving
 from tests.factories import prediction
 
 ABUSER, VICTIM = "token-of-the-abuser", "token-of-the-victim"
