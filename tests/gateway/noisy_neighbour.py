@@ -80,7 +80,7 @@ class Service:
 
     def _spawn(self, logs: Path, *args: str) -> subprocess.Popen[bytes]:
         out = open(logs / f"{args[0]}.log", "wb")  # noqa: SIM115
-        return subprocess.Popen([sys.executable, "-m", "holistic", *args], env=self.env, stdout=out, stderr=out)
+        return subprocess.Popen([sys.executable, "-m", "holistic_app", *args], env=self.env, stdout=out, stderr=out)
 
     def gateway_peak_rss_mb(self) -> float:
         for line in Path(f"/proc/{self.gateway.pid}/status").read_text().splitlines():
