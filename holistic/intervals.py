@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 Z95 = 1.959963984540054
 
@@ -52,6 +53,23 @@ def mean_of_means(parts: list[tuple[float, float]], z: float = Z95) -> tuple[flo
         return value, -math.inf, math.inf
     half = z * math.sqrt(var)
     return value, value - half, value + half
+
+
+Moments = tuple[float, float, float, bool]  # mean, variance of the mean, count, every value 0 or 1
+
+
+def all_zero_or_one(n: float, total: float, sumsq: float) -> bool:
+    """Values in [0, 1], where v² ≤ v with equality only at 0 and 1: Σv² = Σv means a proportion."""
+    return n > 0 and abs(sumsq - total) <= 1e-9 * max(1.0, total)
+
+
+def moments(f: Mapping[str, float], prefix: str) -> Moments:
+    """(mean, variance of the mean, count, whether every value is 0 or 1) of the quantity whose count,
+    sum and sum of squares are the fields `<prefix>|n`, `|sum` and `|sumsq`."""
+    n = f[f"{prefix}|n"]
+    total, sumsq = f[f"{prefix}|sum"], f.get(f"{prefix}|sumsq", 0.0)
+    value, var = mean_var(n, total, sumsq)
+    return value, var, n, all_zero_or_one(n, total, sumsq)
 
 
 def part_bounds(value: float, var: float, n: float, proportion: bool, z: float = Z95) -> tuple[float, float] | None:

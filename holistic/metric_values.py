@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from holistic.intervals import Z95, normal, wilson
+from holistic.intervals import Z95, Moments, mean_of_parts, normal, wilson
 from holistic.v1.profile_pb2 import Interval, Metric
 
 
@@ -64,3 +64,22 @@ def with_interval(metric: Metric, lower: float, upper: float, method: str) -> Me
     if interval is not None:
         metric.interval.CopyFrom(interval)
     return metric
+
+
+def macro_mean(
+    name: str,
+    family: str,
+    parts: list[Moments],
+    *,
+    count: int | None = None,
+    clip: tuple[float, float] = (0.0, 1.0),
+    lower_is_better: bool = False,
+) -> Metric:
+    """The unweighted mean over scenarios of their means (HELM's group cells are means of run means),
+    with the interval of `mean_of_parts`; `count`: the predictions behind it unless given."""
+    value, lo, hi = mean_of_parts(parts)
+    n = int(sum(p[2] for p in parts)) if count is None else count
+    m = Metric(name=name, family=family, value=value, count=n, lower_is_better=lower_is_better)
+    if lo > float("-inf"):
+        m.interval.CopyFrom(Interval(lower=max(lo, clip[0]), upper=min(hi, clip[1]), level=0.95, method="propagated"))
+    return m

@@ -27,15 +27,6 @@ from holistic.families import Family, Partial, as_partial, prediction_minute
 from holistic.faults import Faults
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
-from holistic.observability import (
-    APPLIED,
-    APPLIED_PREDICTIONS,
-    APPLY_SECONDS,
-    CLAIMED,
-    COMPUTE_SECONDS,
-    DEAD_LETTERED,
-    SKIPPED,
-)
 from holistic.redis_conn import RETRYABLE
 from holistic.registry import load_family
 from holistic.settings import Settings
@@ -43,6 +34,10 @@ from holistic.signature import signature_id
 from holistic.stats import Stats, signature_field
 from holistic.windows import tier_buckets
 from holistic.workqueue import WorkQueue
+from metric_services.middleware import Middleware
+from metric_services.middleware.faults import FaultInjection
+from metric_services.middleware.logs import Logs
+from metric_services.middleware.prometheus import Prometheus
 
 log = logging.getLogger("holistic.worker")
 
@@ -74,6 +69,18 @@ class _Work:
     per_minute: dict[int, int] = field(default_factory=dict)  # predictions per minute, for the signature count
 
 
+@dataclass(frozen=True)
+class Applied:
+    """One batch after its apply script, as the middleware sees it."""
+
+    batch_id: str
+    model: str
+    seq: int
+    predictions: int
+    traceparent: str
+    merged: bool  # False: another replica merged it first, or it is no longer pending here
+
+
 _NOT_MINE = object()
 
 
@@ -85,7 +92,10 @@ class Worker:
         client: redis.Redis,
         consumer: str | None = None,
         faults: Faults | None = None,
+        middleware: list[Middleware] | None = None,
     ) -> None:
+        """`middleware`: the hooks around the loop (default: Prometheus metrics, logs, and the fault
+        injection of `faults` or HOLISTIC_FAULTS)."""
         self.family = load_family(family) if isinstance(family, str) else family
         prepare = getattr(self.family, "prepare", None)
         if prepare is not None:  # optional: load models at start, and fail there on a bad configuration
@@ -100,6 +110,9 @@ class Worker:
         self.group = self.family.name
         self.consumer = consumer or f"{self.group}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.faults = faults or Faults(settings.faults)
+        self.middleware: list[Middleware] = (
+            middleware if middleware is not None else [Prometheus(), Logs(), FaultInjection(self.faults)]
+        )
         self.counters = Counters()
         self.stopping = threading.Event()
         self._last_recover = 0.0
@@ -198,15 +211,15 @@ class Worker:
                 reason = f"delivered {p.deliveries} times without an ack (consumer crashed each time)"
                 if queue.deadletter(self.group, p.id, p.deliveries, reason):
                     self.counters.dead_lettered += 1
-                    DEAD_LETTERED.labels(self.group).inc()
-                    log.error("dead-lettered %s for %s: %s", p.id, self.group, reason,
-                              extra={"family": self.group, "entry_id": p.id})  # fmt: skip
+                    for m in self.middleware:
+                        m.after_dead_letter(self, p.id, reason)
                 continue
             claimed = queue.claim(self.group, self.consumer, idle, p.id)
             if claimed is None:
                 continue
             self.counters.claimed += 1
-            CLAIMED.labels(self.group).inc()
+            for m in self.middleware:
+                m.after_claim(self, claimed[0])
             handled += 1
             entry_id, fields = claimed
             if not fields:  # trimmed or deleted: nothing to apply
@@ -231,6 +244,7 @@ class Worker:
                 pipe.getbit(self.keys.done(e.model, self.group), e.seq)
             bits = pipe.execute()
         work: list[_Work] = []
+        skipped = 0
         seen: set[tuple[str, int]] = set()
         for (entry_id, e), bit in zip(parsed, bits if parsed else [], strict=True):
             if e.is_for(self.group) is False:  # another family's, known without decoding it
@@ -238,8 +252,7 @@ class Worker:
                 continue
             if bit or (e.model, e.seq) in seen:  # applied before, or a re-added copy in this read
                 done_ids.append(entry_id)
-                self.counters.skipped += 1
-                SKIPPED.labels(self.group).inc()
+                skipped += 1
                 continue
             seen.add((e.model, e.seq))
             item = self._compute(queue, entry_id, e)
@@ -247,7 +260,13 @@ class Worker:
                 done_ids.append(entry_id)
             elif isinstance(item, _Work):
                 work.append(item)
-        self.faults.at("before_apply", [w.batch_id for w in work])
+        if skipped:
+            self.counters.skipped += skipped
+            for m in self.middleware:
+                m.after_skip(self, skipped)
+        batch_ids = [w.batch_id for w in work]
+        for m in self.middleware:
+            m.before_apply(self, batch_ids)
         if work:
             started = time.perf_counter()
             plain = [w for w in work if w.partial is None]
@@ -261,26 +280,21 @@ class Worker:
             for w in work:  # one at a time: a batch's state reads must see the batch before it
                 if w.partial is not None:
                     results[id(w)] = self._apply_with_instances(w, w.partial)
-            APPLY_SECONDS.labels(self.group).observe(time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            outcomes: list[Applied] = []
             for w in work:
-                applied = results[id(w)]
-                if applied == 1:
+                merged = bool(results[id(w)])
+                if merged:
                     self._recorded.add(w.entry.model)
-                if applied:
                     self.counters.applied += 1
                     self.counters.predictions += w.n
-                    APPLIED.labels(self.group).inc()
-                    APPLIED_PREDICTIONS.labels(self.group).inc(w.n)
-                    log.info(
-                        "applied batch_id=%s model=%s family=%s seq=%d n=%d traceparent=%s",
-                        w.batch_id, w.entry.model, self.group, w.entry.seq, w.n, w.traceparent,
-                        extra={"batch_id": w.batch_id, "model": w.entry.model, "family": self.group,
-                               "seq": w.entry.seq, "predictions": w.n, "traceparent": w.traceparent},
-                    )  # fmt: skip
                 else:  # another replica applied it since our GETBIT, or it is no longer pending here
                     self.counters.skipped += 1
-                    SKIPPED.labels(self.group).inc()
-        self.faults.at("after_apply", [w.batch_id for w in work])
+                outcomes.append(Applied(w.batch_id, w.entry.model, w.entry.seq, w.n, w.traceparent, merged))
+            for m in self.middleware:
+                m.after_apply(self, outcomes, seconds)
+        for m in self.middleware:
+            m.before_ack(self, batch_ids)
         queue.ack(self.group, done_ids + [w.entry_id for w in work])
 
     def _compute(self, queue: WorkQueue, entry_id: str, e: env_mod.Entry) -> _Work | object | None:
@@ -291,8 +305,10 @@ class Worker:
                 envelope = e.envelope()
                 if e.families is None and envelope.families and self.group not in envelope.families:
                     return _NOT_MINE  # an entry from before the `f` field
-                with COMPUTE_SECONDS.labels(self.group).time():
-                    by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
+                started = time.perf_counter()
+                by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
+                for m in self.middleware:
+                    m.after_compute(self, time.perf_counter() - started)
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
                 n = len(envelope.predictions)
                 stream = "" if self.settings.redis_cluster else queue.stream
@@ -312,10 +328,10 @@ class Worker:
         return None
 
     def _give_up(self, queue: WorkQueue, entry_id: str, reason: str) -> None:
-        log.error("dead-lettering %s: %s", entry_id, reason, extra={"family": self.group, "entry_id": entry_id})
         if queue.deadletter(self.group, entry_id, 1, reason):
             self.counters.dead_lettered += 1
-            DEAD_LETTERED.labels(self.group).inc()
+            for m in self.middleware:
+                m.after_dead_letter(self, entry_id, reason)
 
     def _apply_pipelined(self, plain: list[_Work]) -> list[Any]:
         """One round trip for the batches without instance state. A pipeline loads its scripts before

@@ -22,8 +22,8 @@ from holistic.families import (
     ScenarioPart,
     prediction_minute,
 )
-from holistic.intervals import mean_of_parts, mean_var
-from holistic.metric_values import mean, proportion
+from holistic.intervals import mean_var
+from holistic.metric_values import macro_mean, mean, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
@@ -32,7 +32,6 @@ from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_ACCURACY,
     FamilyReport,
-    Interval,
     Metric,
     MetricSignature,
 )
@@ -122,7 +121,7 @@ class AccuracyFamily(FamilyBase):
             skipped_reason="no references and no client judgement" if unscored else "",
         )
         for metric, mv in per_metric.items():
-            report.metrics.append(_macro(metric, mv))
+            report.metrics.append(macro_mean(metric, NAME, mv))
         return FamilyFold(report=report, scenarios=parts)
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
@@ -212,15 +211,6 @@ def _scenario_accuracy(f: dict[str, float], main: str, judged_n: float, judged_s
         source=main if unjudged_n else "client_judged",
         variance=mean_var(n, s, ss)[1],
     )
-
-
-def _macro(name: str, parts: list[tuple[float, float, float, bool]]) -> Metric:
-    """Unweighted mean over scenarios; count is the predictions behind it, as in every other table."""
-    value, lo, hi = mean_of_parts(parts)
-    m = Metric(name=name, family=NAME, value=value, count=int(sum(p[2] for p in parts)))
-    if lo > float("-inf"):
-        m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
-    return m
 
 
 FAMILY = AccuracyFamily()

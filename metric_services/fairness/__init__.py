@@ -19,7 +19,8 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from holistic.families import Axis, FamilyBase, FamilyConfig, FamilyFold, MetricMetadata, Partial
-from holistic.metric_values import plain
+from holistic.intervals import Moments, moments
+from holistic.metric_values import macro_mean, plain
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
@@ -128,7 +129,7 @@ class FairnessFamily(FamilyBase):
 
 
 def group_breakdowns(stats: Folded, settings: Settings, min_group_count: int) -> list[GroupBreakdown]:
-    per: dict[tuple[str, str], list[worst_case.Moments]] = defaultdict(list)
+    per: dict[tuple[str, str], list[Moments]] = defaultdict(list)
     for scn, f in worst_case.split_scenarios(stats).items():
         if scn.startswith("#"):
             continue
@@ -138,11 +139,11 @@ def group_breakdowns(stats: Folded, settings: Settings, min_group_count: int) ->
             if k.startswith(prefix) and k.endswith("|n"):
                 tag = k[len(prefix) : -2]
                 key, _, value = tag.partition("=")
-                per[(key, value)].append(worst_case.moments(f, prefix + tag))
+                per[(key, value)].append(moments(f, prefix + tag))
     out: dict[str, GroupBreakdown] = {}
     for (key, value), parts in sorted(per.items()):
         b = out.setdefault(key, GroupBreakdown(key=key, definition=GROUP_DEFINITION))
-        m = worst_case.macro(f"group[{key}={value}]", NAME, parts)
+        m = macro_mean(f"group[{key}={value}]", NAME, parts)
         b.values.append(GroupValue(value=value, metric=m, too_few=m.count < min_group_count))
     for b in out.values():
         eligible = [v for v in b.values if not v.too_few]

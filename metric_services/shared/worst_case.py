@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 
 from holistic.families import Partial, ScenarioPart, prediction_minute
 from holistic.instances import SEP, Reducer, Row
-from holistic.intervals import mean_of_parts, mean_var, wilson
-from holistic.metric_values import mean
+from holistic.intervals import Moments, all_zero_or_one, mean_var, moments, wilson
+from holistic.metric_values import macro_mean, mean
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats import Folded, Stats
@@ -104,14 +104,6 @@ def split_scenarios(stats: Folded) -> dict[str, dict[str, float]]:
     return by_scn
 
 
-Moments = tuple[float, float, float, bool]  # mean, variance of the mean, count, all values 0 or 1
-
-
-def _all_zero_or_one(n: float, total: float, sumsq: float) -> bool:
-    """Scores lie in [0, 1], where v² ≤ v with equality only at 0 and 1: Σv² = Σv means a proportion."""
-    return n > 0 and abs(sumsq - total) <= 1e-9 * max(1.0, total)
-
-
 def mean_metric(name: str, family: str, f: Mapping[str, float], prefix: str) -> Metric | None:
     n = f.get(f"{prefix}|n", 0.0)
     if n <= 0:
@@ -119,28 +111,10 @@ def mean_metric(name: str, family: str, f: Mapping[str, float], prefix: str) -> 
     total, sumsq = f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0)
     m = mean(name, family, n, total, sumsq, clip=(0.0, 1.0))
     var = mean_var(n, total, sumsq)[1]
-    if _all_zero_or_one(n, total, sumsq) and (var == 0.0 or math.isinf(var)):  # at 0 or 1, or one instance
+    if all_zero_or_one(n, total, sumsq) and (var == 0.0 or math.isinf(var)):  # at 0 or 1, or one instance
         lo, hi = wilson(total, n)
         m.interval.CopyFrom(Interval(lower=lo, upper=hi, level=0.95, method="wilson"))
     return m
-
-
-def macro(name: str, family: str, parts: list[Moments]) -> Metric:
-    """Unweighted mean over scenarios of (value, variance of the mean, count, proportion); a proportion
-    at 0 or 1 brings its Wilson interval (holistic/intervals.py `mean_of_parts`)."""
-    value, lo, hi = mean_of_parts(parts)
-    m = Metric(name=name, family=family, value=value, count=int(sum(p[2] for p in parts)))
-    if lo > float("-inf"):
-        m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
-    return m
-
-
-def moments(f: Mapping[str, float], prefix: str) -> Moments:
-    """(mean, variance of the mean, count, whether every value is 0 or 1) of a quantity."""
-    n = f[f"{prefix}|n"]
-    total, sumsq = f[f"{prefix}|sum"], f.get(f"{prefix}|sumsq", 0.0)
-    value, var = mean_var(n, total, sumsq)
-    return value, var, n, _all_zero_or_one(n, total, sumsq)
 
 
 class ScenarioWorst:
@@ -182,5 +156,5 @@ def variant_macros(scenarios: list[ScenarioWorst], family: str) -> list[Metric]:
         for what in ("worst", "before", "perturbed"):
             parts = [s.variants[name][what] for s in scenarios if what in s.variants.get(name, {})]
             if parts:
-                out.append(macro(f"{name}_{what}", family, parts))
+                out.append(macro_mean(f"{name}_{what}", family, parts))
     return out

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from holistic.families import FamilyFold, MetricMetadata
 from holistic.instances import LATE, OVER_CAP
-from holistic.metric_values import plain
+from holistic.metric_values import macro_mean, plain
 from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.v1.profile_pb2 import Dimension, FamilyReport, Metric
-from metric_services.shared.worst_case import ScenarioWorst, macro, split_scenarios, variant_macros
+from metric_services.shared.worst_case import ScenarioWorst, split_scenarios, variant_macros
 
 WORST_CASE_METRICS = (
     MetricMetadata("robustness", "Robustness", "Mean over scenarios of the per-instance worst main-metric score."),
@@ -56,7 +56,7 @@ def fold_worst_case(
     dim = Dimension(kind=kind, definition=definition)
     overall = None
     if scored:
-        overall = macro(family, family, [s.value for s in scored])  # type: ignore[misc]
+        overall = macro_mean(family, family, [s.value for s in scored])  # type: ignore[misc]
         report.metrics.append(overall)
         report.metrics.extend(variant_macros(scored, family))
         instances = sum(s.instances for s in scored)

@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from holistic.families import ScenarioAccuracy
-from holistic.intervals import mean_of_means, mean_var
-from holistic.metric_values import mean, plain, proportion, with_interval
-from holistic.v1.profile_pb2 import Interval, Metric
+from holistic.intervals import mean_var
+from holistic.metric_values import macro_mean, mean, plain, proportion, with_interval
+from holistic.v1.profile_pb2 import Metric
 from metric_services.summarization import corpus_scores, rouge
 from metric_services.summarization.scoring import FRAGMENT_STATS
 
@@ -105,12 +105,7 @@ def scenario_accuracy(f: dict[str, float], main: str) -> ScenarioAccuracy | None
 
 def macro(name: str, parts: list[tuple[Metric, float]]) -> Metric:
     """Unweighted mean over scenarios of their means; count is the predictions behind them."""
-    value, lo, hi = mean_of_means([(m.value, var) for m, var in parts])
-    m = Metric(name=name, family=NAME, value=value, count=sum(p.count for p, _ in parts))
-    if lo > float("-inf"):
-        low, high = bounds(name)
-        m.interval.CopyFrom(Interval(lower=max(lo, low), upper=min(hi, high), level=0.95, method="propagated"))
-    return m
+    return macro_mean(name, NAME, [(m.value, var, m.count, False) for m, var in parts], clip=bounds(name))
 
 
 def bounds(name: str) -> tuple[float, float]:
