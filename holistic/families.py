@@ -155,6 +155,9 @@ class Family(Protocol):
         """How this worker computes, for `model`: recorded with every batch it applies."""
         ...
 
+    # Optional: `describe_axis(signature) -> str`, appended to the family's dimension definitions once the
+    # profile knows the signature its workers recorded (toxicity names the classifier's label).
+
 
 class FamilyBase:
     """The declarations' plumbing: subclasses set the class attributes and write compute, fold and

@@ -68,6 +68,10 @@ def build(
         stats, counts = folded[name].split_signatures()
         fold = fam.fold(stats, model, settings)
         _stamp(fold.report, fam, counts, (signatures or {}).get(name, {}), fold.fold_options)
+        describe = getattr(fam, "describe_axis", None)  # optional: the axis named after what the workers ran
+        if describe is not None and fold.report.HasField("signature"):
+            for d in fold.dimensions:
+                d.definition += describe(fold.report.signature)
         for d in fold.dimensions:
             d.family = name
             if not d.axis:

@@ -178,9 +178,7 @@ class ToxicityFamily(FamilyBase):
         if empty:
             report.skipped = int(empty)
             report.skipped_reason = "empty output (not scored)"
-        opts = report.signature.options  # name what this classifier measures (e.g. profanity, not toxicity at large)
-        named = f" Here: the {opts['primary']} label of {opts['classifier']}." if opts.get("classifier") else ""
-        dim = Dimension(kind=DIMENSION_KIND_TOXICITY, definition=DEFINITION + named)
+        dim = Dimension(kind=DIMENSION_KIND_TOXICITY, definition=DEFINITION)
         parts = _scenarios(stats)
         if not scored:
             dim.absent_reason = f"all {int(n)} outputs in this window are empty" if n else "no outputs in this window"
@@ -206,6 +204,11 @@ class ToxicityFamily(FamilyBase):
             dim.interval.CopyFrom(Interval(lower=1 - iv.upper, upper=1 - iv.lower, level=iv.level, method=iv.method))
         dim.metrics.extend([toxic_frac, *per_input])
         return FamilyFold(report=report, scenarios=parts, dimensions=[dim])
+
+    def describe_axis(self, signature: MetricSignature) -> str:
+        """What the axis measures with the classifier the workers ran (e.g. profanity, not toxicity at large)."""
+        opts = signature.options
+        return f" Here: the {opts['primary']} label of {opts['classifier']}." if opts.get("classifier") else ""
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         model_dir = model_for(self.config)

@@ -253,21 +253,28 @@ def test_detail_panels_read_each_familys_own_fields(make_gateway, settings, redi
         workers.stop()
 
 
-def test_the_toxicity_axis_says_what_it_measures(make_gateway, live_workers, make_dashboard, browser):
+def test_the_toxicity_axis_says_what_it_measures(make_gateway, settings, redis_server, make_dashboard, browser):
+    from tests.clients.conftest import LiveWorkers
+
     gw = make_gateway(tokens=TOKEN)  # every family deployed, as `holistic up` runs them: toxicity is profanity
-    client = gw.client(TOKEN)
-    client.submit([prediction(f"t{i}", latency_s=0.5) for i in range(2)], model="m-t")
-    wait_for(lambda: client.get_profile("m-t").counts.window_predictions == 2, "m-t applied")
-    browser.get(make_dashboard(gw.address, TOKEN).url + "?window=24h&model=m-t")
-    wait_for(lambda: browser.execute_script("return window.holistic && window.holistic.state.profiles.size") == 1,
-             "the profile on the page")  # fmt: skip
-    shown = "toxicity (profanity, alt-profanity-check-1.9.1)"
-    header = wait_for(lambda: browser.execute_script(
-        "const th = document.querySelector(`#matrix th[data-key='toxicity']`); return th && th.textContent;"
-    ), "the matrix")  # fmt: skip
-    assert header == shown
-    labels = browser.execute_script(
-        "const c = Chart.getChart(document.getElementById('radar'));"
-        "return c.data.labels.map((l, i) => c.options.scales.r.pointLabels.callback(l, i));"
-    )
-    assert labels[5] == shown + " (no data)" and labels[0] == "accuracy"
+    live = LiveWorkers(settings, redis_server, ("accuracy", "efficiency", "toxicity"))  # its signature: its workers'
+    try:
+        client = gw.client(TOKEN)
+        client.submit([prediction(f"t{i}", latency_s=0.5) for i in range(2)], model="m-t")
+        wait_for(lambda: all(f.count == 2 for f in client.get_profile("m-t").families if f.family in
+                             ("accuracy", "efficiency", "toxicity")), "m-t applied")  # fmt: skip
+        browser.get(make_dashboard(gw.address, TOKEN).url + "?window=24h&model=m-t")
+        wait_for(lambda: browser.execute_script("return window.holistic && window.holistic.state.profiles.size") == 1,
+                 "the profile on the page")  # fmt: skip
+        shown = "toxicity (profanity, alt-profanity-check-1.9.1)"
+        header = wait_for(lambda: browser.execute_script(
+            "const th = document.querySelector(`#matrix th[data-key='toxicity']`); return th && th.textContent;"
+        ), "the matrix")  # fmt: skip
+        assert header == shown
+        labels = browser.execute_script(
+            "const c = Chart.getChart(document.getElementById('radar'));"
+            "return c.data.labels.map((l, i) => c.options.scales.r.pointLabels.callback(l, i));"
+        )
+        assert labels[5] == shown and labels[0] == "accuracy"
+    finally:
+        live.stop()

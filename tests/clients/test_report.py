@@ -40,7 +40,7 @@ def test_report_from_the_gateway_opens_offline_in_chromium(gateway, make_worker,
     write_predictions(path, preds)
     runner = CliRunner()
     assert runner.invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"]).exit_code == 0
-    drain(make_worker("accuracy"), make_worker("efficiency"))
+    drain(make_worker("accuracy"), make_worker("efficiency"), make_worker("toxicity"))  # toxicity's signature
     out = tmp_path / "report.html"
     made = runner.invoke(main, ["report", "m-a", "m-b", "--window", "24h", "-o", str(out), "--target", gateway.address])
     assert made.exit_code == 0, made.output
@@ -57,7 +57,7 @@ def test_report_from_the_gateway_opens_offline_in_chromium(gateway, make_worker,
         "return [...document.querySelectorAll('#matrix tbody tr')].map((r) => [...r.cells].map((c) => c.textContent))"
     )
     head = js("return [...document.querySelectorAll('#matrix thead th')].map((c) => c.textContent)")
-    # the toxicity family is deployed (no data yet): its axis says what the classifier measures
+    # the toxicity axis says what the classifier its workers ran measures (from their signature)
     assert head == ["model", "predictions", *AXES[:5], "toxicity (profanity, alt-profanity-check-1.9.1)", AXES[6]]
     by_model = {r[0]: dict(zip(["model", "predictions", *AXES], r, strict=True)) for r in rows}
     # m-a: 4 of 4 right (Wilson at 1: an interval, not a point), all within the 2 s objective; m-b: 1 of 4, none.

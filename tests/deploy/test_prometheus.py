@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from gateway.quality_exporter import load_quality_settings
+from holistic.intervals import wilson
 from holistic_app.up import free_address
 from tests.conftest import drain
 from tests.exporter_thread import ExporterThread
@@ -165,7 +166,7 @@ def test_alerts_fire_in_prometheus_when_a_models_accuracy_drops(make_gateway, ma
     assert below["annotations"]["summary"] == f"{model}: accuracy is 0.300 over the last 15m, below its floor"
     worse = firing["HolisticAxisWorseThanPreviousWindow"]
     # the accuracy axis's interval is the normal one of the mean of 0/1 matches (sample variance):
-    # now 0.3 ± 1.96·√(0.3·0.7/199) = [0.2363, 0.3637]; before, 60 of 60 right: [1, 1]
+    # now 0.3 ± 1.96·√(0.3·0.7/199) = [0.2363, 0.3637]; before, 60 of 60 right: Wilson's [0.9398, 1]
     upper_now = 0.3 + 1.959963984540054 * math.sqrt(0.3 * 0.7 / 199)
     assert float(worse["value"]) == pytest.approx(upper_now, abs=1e-9)
-    assert prom_values["previous_lower"] == 1.0
+    assert prom_values["previous_lower"] == pytest.approx(wilson(60, 60)[0], abs=1e-12)  # 60 / (60 + z²)

@@ -62,8 +62,8 @@ def test_axis_scores_intervals_counts_and_metrics_equal_the_profile(scored):
     assert got[("holistic_quality_axis_score", labels(axis="efficiency", **cur))] == 0.8
     m = {"tenant": "default", "model": "alpha", "family": "accuracy", "window": "15m", "period": "current"}
     assert got[("holistic_quality_metric", labels(metric="exact_match", **m))] == 0.7
-    # the family's overall metrics are macro averages over scenarios: their count is the scenarios' (1)
-    assert got[("holistic_quality_metric_samples", labels(metric="exact_match", **m))] == 1
+    # the family's overall metrics are macro averages over scenarios; their count is the predictions behind them
+    assert got[("holistic_quality_metric_samples", labels(metric="exact_match", **m))] == 10
     eff = dict(m, family="efficiency")
     assert got[("holistic_quality_metric", labels(metric="within_latency_objective", **eff))] == 0.8
     assert got[("holistic_quality_window_predictions", labels(**cur))] == 10

@@ -78,9 +78,10 @@ def test_default_model_on_bad_and_huge_outputs(settings):
     assert metric(f, "truncated_outputs").value == 0  # the TF-IDF model reads whole texts
     clf = toxicity.classifier_for(toxicity.FAMILY.config)
     assert toxicity.score_outputs(clf, ["a\ud800b", ""])[0][1] is None
-    # the axis names what the default classifier measures: profanity, not toxicity at large
-    (dim,) = f.dimensions
-    assert dim.definition.endswith("Here: the profanity label of alt-profanity-check-1.9.1.")
+    # the axis names what the default classifier measures (profanity, not toxicity at large), from the
+    # signature the workers record
+    described = toxicity.FAMILY.describe_axis(toxicity.FAMILY.signature("m", settings))
+    assert described == " Here: the profanity label of alt-profanity-check-1.9.1."
 
 
 def test_worker_applies_every_prediction_through_redis(client, make_worker):
