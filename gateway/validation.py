@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from gateway.ranking_validation import check_ranking
 from holistic.errors import FieldViolation, InvalidArgument
 from holistic.settings import Settings
 from holistic.v1 import prediction_pb2 as pb
@@ -100,6 +101,8 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
             _choices(v, f"predictions[{i}]", p)
         if p.HasField("perturbation"):
             _perturbation(v, f"predictions[{i}]", p)
+        if p.task == pb.TASK_RANKING or p.HasField("ranking"):
+            check_ranking(v, f"predictions[{i}]", p, limits.max_ranking_documents)
         groups = p.groups
         if groups:
             if len(groups) > max_map:
