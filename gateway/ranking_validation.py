@@ -21,6 +21,14 @@ class Violations(Protocol):
     def add(self, field: str, description: str) -> None: ...
 
 
+def judgments_only(p: pb.Prediction) -> bool:
+    """A ranking prediction that carries only judgments: it shares its id with its ranking."""
+    r = p.ranking
+    if r.form:
+        return r.form == pb.RANKING_FORM_JUDGMENTS_ONLY
+    return not r.order and not any(d.HasField("score") or d.HasField("model_output") for d in r.documents)
+
+
 def check_ranking(v: Violations, path: str, p: pb.Prediction, max_documents: int) -> None:
     """Add a violation for each bad field of p.ranking (and a ranking on the wrong task, or none)."""
     has = p.HasField("ranking")

@@ -76,6 +76,7 @@ def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple
     other = int(stats.num("other"))
     by_scn = by_scenario(stats)
     perturbed = sum(int(f.get("perturbed", 0)) for f in by_scn.values())
+    judgment_rows = sum(int(f.get("judgment_rows", 0)) for f in by_scn.values())
     over_cap, late = int(stats.num(OVER_CAP)), int(stats.num(LATE))
     rankings = sum(p.count for p, _ in parts.values())
     reasons = []
@@ -87,7 +88,7 @@ def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple
         reasons.append(f"{over_cap} rows of new queries past HOLISTIC_INSTANCE_CAP")
     rep = FamilyReport(
         family=NAME,
-        count=rankings + other + perturbed,
+        count=rankings + judgment_rows + other + perturbed,  # every prediction the family saw
         skipped=other + perturbed + over_cap,
         skipped_reason="; ".join(reasons),
     )

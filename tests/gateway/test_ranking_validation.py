@@ -81,3 +81,10 @@ def test_every_form_and_judgments_alone_are_accepted(client):
         judgments_only("s2", {"a": 3}),
     ]
     assert client.submit(preds, batch_id="rb-ok", model="m1").accepted_count == 5
+
+
+def test_judgments_share_their_rankings_id_even_in_one_batch(client):
+    preds = [judgments_only("q", {"a": 1}), ranking_prediction("q", scores={"a": 1.0}), judgments_only("q", {"b": 0})]
+    assert client.submit(preds, batch_id="rb-share", model="m1").accepted_count == 3
+    v = violations(client, [ranking_prediction("q", scores={"a": 1.0}), ranking_prediction("q", order=["a"])])
+    assert "duplicates the id 'q'" in v["predictions[1].id"]  # two rankings of one query: refused

@@ -119,6 +119,7 @@ def test_late_judgments_in_one_pass_equal_judged_rankings():
     assert split["queries_pending_judgments"].value == whole["queries_pending_judgments"].value == 1
     only_late = metrics(fold(late).scenarios["msmarco"])
     assert "RR@10" not in only_late and only_late["judgments_without_ranking"].value == 2
+    assert fold(ranked + late).report.count == 6  # every prediction it saw, judgment rows included
 
 
 def test_empty_ranking_scores_zero_and_ids_with_separators():

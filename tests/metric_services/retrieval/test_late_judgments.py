@@ -50,6 +50,7 @@ def judgments():
 def batchings():
     r, j = rankings(), judgments()
     return {
+        "all_in_one_batch": [r + j],
         "rankings_first": [r, j[:2] + j[3:], j[2:3]],
         "judgments_first": [j[:2] + j[3:], [j[2]], r],
         "one_per_batch_interleaved": [[j[0]], [r[3]], [r[0]], [j[1]], [r[2]], [j[3]], [r[1]], [j[2]]],
