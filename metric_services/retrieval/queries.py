@@ -1,14 +1,19 @@
-"""Per-query state: a ranking and its judgments joined in any order, batch or replica, exactly once.
+"""Scoring queries: at once when a ranking carries its judgments, through per-query state when they
+come later.
 
-A query is an instance of holistic/instances.py, keyed (scenario, prediction id). Its slots:
-"run" (1 once a ranking arrived: an empty ranking is a ranking), "p:<doc>" the document's rank
-in the run (its first MAX_K only: no measure looks further), "t:<doc>" its rank in the run cut to
-the retriever's top valid_topk and "tk" (1) when the ranking carried retriever ranks, and
-"j:<doc>" its judged relevance. Ranks reduce with min, judgments and markers with max, so a
-repeated row changes nothing. `derive` scores the query from its slots: when a later prediction
-brings judgments, the store subtracts the query's old values and adds the new ones, so a window
-always holds each query once with its current judgments. A query with a ranking and no judgment
+Fast path: a ranking that arrives with judgments is scored in `compute` and added to the batch's
+ordinary statistics (per minute and scenario: `<metric>|n`, `|sum`, `|sumsq`), like any family's.
+Late path: a ranking without judgments, and a judgments-only row, are rows of a query instance of
+holistic/instances.py, keyed (scenario, prediction id), so they join in any order, batch or replica,
+exactly once. The instance's slots: "r:<doc>,<doc>,..." (1) the run's first MAX_K document ids (no
+measure looks further), "t:<...>" (1) the same for the run cut to the retriever's top valid_topk,
+"j:<doc>" the judged relevance (max: a repeated row changes nothing). `derive` scores the query from
+its slots into the same statistics fields as the fast path; when judgments arrive the store
+subtracts the query's old values and adds the new ones. A query with a ranking and no judgment
 counts as `pending`, judgments without a ranking as `unranked`; neither is scored.
+
+So a ranking sent with some judgments is final: judgments sent later for it are counted as
+`judgments_without_ranking`, not joined (send a ranking without judgments to have them joined).
 """
 
 from __future__ import annotations
@@ -26,13 +31,12 @@ from metric_services.retrieval.config import RetrievalConfig, Track
 from metric_services.retrieval.measures import MAX_K, measures, names, topk_name
 from metric_services.retrieval.runs import form, judgments, run
 
-RUN, TOPK = "run", "tk"
 PENDING, UNRANKED = "pending", "unranked"
 
 
 def _slot_id(doc: str) -> str:
-    """A document id safe inside an encoded instance state (holistic.instances.State: ';' separates)."""
-    return doc.replace("%", "%25").replace(";", "%3B")
+    """A document id safe in a slot name: ',' separates a run's ids, ';' an encoded state's slots."""
+    return doc.replace("%", "%25").replace(";", "%3B").replace(",", "%2C")
 
 
 class QuerySpec:
@@ -42,54 +46,83 @@ class QuerySpec:
         self.config = config
 
     def reducer(self, slot: str) -> Reducer:
-        return "min" if slot[:2] in ("p:", "t:") else "max"
+        return "max"
 
     def thresholds(self, quantity: str) -> tuple[float, ...]:
         return ()
 
     def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
         scn = instance.split(SEP, 1)[0]
-        if RUN not in slots:
-            return {f"{scn}|{UNRANKED}": 1.0}
         rels: dict[str, int] = {}
-        ranks: list[tuple[float, str]] = []
-        cut: list[tuple[float, str]] = []
+        runs: list[str] = []
+        cuts: list[str] = []
         for slot, v in slots.items():
             kind = slot[:2]
             if kind == "j:":
                 rels[slot[2:]] = int(v)
-            elif kind == "p:":
-                ranks.append((v, slot[2:]))
+            elif kind == "r:":
+                runs.append(slot[2:])
             elif kind == "t:":
-                cut.append((v, slot[2:]))
+                cuts.append(slot[2:])
+        if not runs:
+            return {f"{scn}|{UNRANKED}": 1.0}
         if not rels:
             return {f"{scn}|{PENDING}": 1.0}
         track = self.config.track(scn)
         judged = list(rels.values())
-        ranks.sort()
-        values = measures([rels.get(d, 0) for _, d in ranks], judged, track)
-        out = dict(zip(_fields(scn, track, None), values, strict=True))
+        best = min(runs)  # one run per id; a different one resent under it: the least, whatever the order
+        ids = best.split(",") if best else []
+        values = measures([rels.get(d, 0) for d in ids], judged, track)
+        out = dict(zip(fields(scn, track, None), values, strict=True))
         topk = self.config.valid_topk
-        if topk is not None and TOPK in slots:
-            cut.sort()
-            values = measures([rels.get(d, 0) for _, d in cut], judged, track)
-            out.update(zip(_fields(scn, track, topk), values, strict=True))
+        if topk is not None and cuts:
+            kept = min(cuts)
+            values = measures([rels.get(d, 0) for d in kept.split(",")] if kept else [], judged, track)
+            out.update(zip(fields(scn, track, topk), values, strict=True))
         return out
 
 
 @cache
-def _fields(scn: str, track: Track, topk: int | None) -> tuple[str, ...]:
+def fields(scn: str, track: Track, topk: int | None) -> tuple[str, ...]:
+    """The statistics field prefixes of the scenario's metrics."""
     return tuple(f"{scn}|{n if topk is None else topk_name(n, topk)}" for n in names(track))
 
 
+class _Sums:
+    """A (minute, scenario)'s fast-path queries: n, sum and sum of squares per metric."""
+
+    __slots__ = ("n", "sq", "sums")
+
+    def __init__(self, width: int) -> None:
+        self.n = 0
+        self.sums = [0.0] * width
+        self.sq = [0.0] * width
+
+    def add(self, values: list[float]) -> None:
+        self.n += 1
+        sums, sq = self.sums, self.sq
+        for i, v in enumerate(values):
+            if v:
+                sums[i] += v
+                sq[i] += v * v
+
+    def emit(self, st: Stats, prefixes: tuple[str, ...]) -> None:
+        for prefix, s, ss in zip(prefixes, self.sums, self.sq, strict=True):
+            st.incr(f"{prefix}|n", self.n)
+            st.add(f"{prefix}|sum", s)
+            st.add(f"{prefix}|sumsq", ss)
+
+
 def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
-    """Rows of the batch's unperturbed ranking predictions; per scenario counts of rankings,
+    """The batch's judged rankings scored, the rest as instance rows; per scenario counts of rankings,
     judgment-only rows, documents and perturbed rows; `other` for predictions of other tasks."""
     config = spec.config
     accept_s = envelope.accept_time.seconds
     out: dict[int, Stats] = defaultdict(Stats)
+    sums: dict[tuple[int, str, int | None], _Sums] = {}
     rows: list[Row] = []
     topk = config.valid_topk
+    yes, no = config.correct_output, config.wrong_output
     for p in envelope.predictions:
         at = p.produced_at
         minute = prediction_minute(at.seconds, at.nanos, accept_s)
@@ -102,30 +135,40 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
             st.incr(f"{scn}|perturbed")
             continue
         ranking = p.ranking
-        instance = scn + SEP + p.id
         kind = form(ranking)
+        rels = judgments(ranking)
+        instance = scn + SEP + p.id
         if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
             st.incr(f"{scn}|judgment_rows")
-        else:
-            st.incr(f"{scn}|rankings")
-            st.incr(f"{scn}|documents", len(ranking.documents))
-            ids = run(ranking, kind, config.correct_output, config.wrong_output)
-            rows.append(Row(instance, RUN, 1.0, minute))
-            for i, doc in enumerate(ids[:MAX_K]):
-                rows.append(Row(instance, "p:" + _slot_id(doc), float(i + 1), minute))
-            if topk is not None:
-                _topk_rows(rows, instance, ranking, ids, topk, minute)
-        for doc, rel in judgments(ranking).items():
-            rows.append(Row(instance, "j:" + _slot_id(doc), float(rel), minute))
+            rows.extend(Row(instance, "j:" + _slot_id(d), float(r), minute) for d, r in rels.items())
+            continue
+        st.incr(f"{scn}|rankings")
+        st.incr(f"{scn}|documents", len(ranking.documents))
+        ids = run(ranking, kind, yes, no)
+        cut = _cut(ranking, ids, topk) if topk is not None else None
+        if rels:
+            track = config.track(scn)
+            judged = list(rels.values())
+            for k, ranked in ((None, ids), (topk, cut)):
+                if ranked is None:
+                    continue
+                acc = sums.get((minute, scn, k))
+                if acc is None:
+                    acc = sums[(minute, scn, k)] = _Sums(len(names(track)))
+                acc.add(measures([rels.get(d, 0) for d in ranked[:MAX_K]], judged, track))
+            continue
+        rows.append(Row(instance, "r:" + ",".join(_slot_id(d) for d in ids[:MAX_K]), 1.0, minute))
+        if cut is not None:
+            rows.append(Row(instance, "t:" + ",".join(_slot_id(d) for d in cut[:MAX_K]), 1.0, minute))
+    for (minute, scn, k), acc in sums.items():
+        acc.emit(out[minute], fields(scn, config.track(scn), k))
     return Partial(dict(out), spec, rows)
 
 
-def _topk_rows(rows: list[Row], instance: str, ranking: pb.Ranking, ids: list[str], topk: int, minute: int) -> None:
-    """HELM's rank_limit: the run restricted to documents the retriever ranked at most topk."""
+def _cut(ranking: pb.Ranking, ids: list[str], topk: int) -> list[str] | None:
+    """HELM's rank_limit: the run restricted to documents the retriever ranked at most topk (None
+    when the ranking carries no retriever ranks: no topk variant for it)."""
     retriever = {d.id: d.retriever_rank for d in ranking.documents if d.HasField("retriever_rank")}
     if not retriever:
-        return
-    rows.append(Row(instance, TOPK, 1.0, minute))
-    kept = [doc for doc in ids if 0 < retriever.get(doc, 0) <= topk]
-    for i, doc in enumerate(kept[:MAX_K]):
-        rows.append(Row(instance, "t:" + _slot_id(doc), float(i + 1), minute))
+        return None
+    return [doc for doc in ids if 0 < retriever.get(doc, 0) <= topk]

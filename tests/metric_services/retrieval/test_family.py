@@ -12,6 +12,8 @@ Fixture (regular track, scenario "msmarco"):
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from holistic import profile as profile_mod
@@ -134,3 +136,38 @@ def test_perturbed_rankings_stay_out_of_the_scenario():
     p.perturbation.name, p.perturbation.family, p.perturbation.original_id = "typos", 1, "q1"
     f = fold([ranking_prediction("q1", scores={"a": 1.0}, rels={"a": 1}), p])
     assert metrics(f.scenarios["msmarco"])["RR@10"].value == 1.0 and "perturbed" in f.report.skipped_reason
+
+
+def test_judged_at_once_and_judged_later_fold_to_the_same_numbers():
+    """The fast path (a ranking with its judgments) and the late path (per-query state) agree on
+    random queries: both tracks, topk variants, empty runs, ties, nothing relevant."""
+    rng = random.Random(5)
+    fam = FAMILY.configured(tracks={"dl": "trec"}, valid_topk=3)
+    at_once, later = [], []
+    for i in range(300):
+        scn = rng.choice(["web", "dl"])
+        docs = [f"d{j}" for j in range(rng.choice([0, 1, 4, 12, 25]))]
+        scores = {d: float(rng.randrange(5)) for d in docs}
+        rels = {d: rng.choice([0, 1, 2, 3]) for d in docs if rng.random() < 0.5} or {"x": rng.choice([0, 1, 2])}
+        retriever = {d: k + 1 for k, d in enumerate(rng.sample(docs, len(docs)))}
+        form = pb.RANKING_FORM_SCORES
+        at_once.append(
+            ranking_prediction(f"q{i}", scenario=scn, scores=scores, rels=rels, retriever=retriever, form=form)
+        )
+        later.append(ranking_prediction(f"q{i}", scenario=scn, scores=scores, retriever=retriever, form=form))
+        later.append(judgments_only(f"q{i}", rels, scenario=scn, form=pb.RANKING_FORM_JUDGMENTS_ONLY))
+    rng.shuffle(later)
+    a, b = fold(at_once, fam), fold(later, fam)
+    for scn in ("web", "dl"):
+        ma, mb = metrics(a.scenarios[scn]), metrics(b.scenarios[scn])
+        assert {n for n in ma if "@" in n} == {n for n in mb if "@" in n} and any("topk=3" in n for n in ma)
+        for name, m in ma.items():
+            if "@" in name:
+                assert mb[name].value == pytest.approx(m.value, abs=1e-12) and mb[name].count == m.count, name
+
+
+def test_judgments_for_a_ranking_sent_judged_are_not_joined():
+    """A ranking sent with judgments is final (scored at once): later judgments for it stay apart."""
+    f = fold([ranking_prediction("q", scores={"a": 1.0, "b": 2.0}, rels={"b": 0}), judgments_only("q", {"a": 1})])
+    m = metrics(f.scenarios["msmarco"])
+    assert m["RR@10"].value == 0.0 and m["judgments_without_ranking"].value == 1
