@@ -29,7 +29,7 @@ from holistic.stats import Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.retrieval.config import RetrievalConfig, Track
 from metric_services.retrieval.measures import MAX_K, measures, names, topk_name
-from metric_services.retrieval.runs import form, judgments, run
+from metric_services.retrieval.runs import form, judgments, read
 
 PENDING, UNRANKED = "pending", "unranked"
 
@@ -136,15 +136,14 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
             continue
         ranking = p.ranking
         kind = form(ranking)
-        rels = judgments(ranking)
         instance = scn + SEP + p.id
         if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
             st.incr(f"{scn}|judgment_rows")
-            rows.extend(Row(instance, "j:" + _slot_id(d), float(r), minute) for d, r in rels.items())
+            rows.extend(Row(instance, "j:" + _slot_id(d), float(r), minute) for d, r in judgments(ranking).items())
             continue
         st.incr(f"{scn}|rankings")
         st.incr(f"{scn}|documents", len(ranking.documents))
-        ids = run(ranking, kind, yes, no)
+        ids, rels = read(ranking, kind, yes, no, None if topk is not None else MAX_K)
         cut = _cut(ranking, ids, topk) if topk is not None else None
         if rels:
             track = config.track(scn)

@@ -9,6 +9,8 @@ else; Python's stable sort keeps the submitted order of equal keys), every docum
 
 from __future__ import annotations
 
+import heapq
+
 from holistic.v1 import prediction_pb2 as pb
 
 
@@ -30,15 +32,19 @@ def _standardize(text: str) -> str:
     return text.strip().lower()
 
 
-def run(ranking: pb.Ranking, kind: int, correct_output: str = "Yes", wrong_output: str = "No") -> list[str]:
-    """Document ids in the model's order, best first (empty for JUDGMENTS_ONLY)."""
+def run(
+    ranking: pb.Ranking, kind: int, correct_output: str = "Yes", wrong_output: str = "No", limit: int | None = None
+) -> list[str]:
+    """Document ids in the model's order, best first (empty for JUDGMENTS_ONLY); its first `limit` only
+    when given (cheaper: no measure looks past its top 20)."""
     docs = ranking.documents
     if kind == pb.RANKING_FORM_ORDER:
-        return list(ranking.order)
+        return list(ranking.order[:limit] if limit is not None else ranking.order)
     if kind == pb.RANKING_FORM_SCORES:
-        scored = [(d.score, d.id.encode()) for d in docs if d.HasField("score")]
-        scored.sort(reverse=True)
-        return [doc.decode() for _, doc in scored]
+        # (score, id) descending: str order is code-point order, which is UTF-8 byte order (trec_eval's strcmp).
+        scored = [(d.score, d.id) for d in docs if d.HasField("score")]
+        top = heapq.nlargest(limit, scored) if limit is not None else sorted(scored, reverse=True)
+        return [doc for _, doc in top]
     if kind == pb.RANKING_FORM_BINARY:
         yes, no = _standardize(correct_output), _standardize(wrong_output)
 
@@ -49,10 +55,28 @@ def run(ranking: pb.Ranking, kind: int, correct_output: str = "Yes", wrong_outpu
                 return 2, d.logprob
             return (1 if answer == no else 0), -d.logprob
 
-        return [d.id for d in sorted(docs, key=key, reverse=True)]
+        return [d.id for d in sorted(docs, key=key, reverse=True)[:limit]]
     return []
 
 
 def judgments(ranking: pb.Ranking) -> dict[str, int]:
     """Judged relevance by document id (the gateway has checked they are non-negative integers)."""
     return {d.id: int(d.relevance) for d in ranking.documents if d.HasField("relevance")}
+
+
+def read(
+    ranking: pb.Ranking, kind: int, correct_output: str, wrong_output: str, limit: int | None
+) -> tuple[list[str], dict[str, int]]:
+    """run() and judgments() in one pass over the documents for the common SCORES form (each pass
+    over a repeated field materializes every document: it is most of the cost at 100 documents)."""
+    if kind != pb.RANKING_FORM_SCORES:
+        return run(ranking, kind, correct_output, wrong_output, limit), judgments(ranking)
+    scored: list[tuple[float, str]] = []
+    rels: dict[str, int] = {}
+    for d in ranking.documents:
+        if d.HasField("score"):
+            scored.append((d.score, d.id))
+        if d.HasField("relevance"):
+            rels[d.id] = int(d.relevance)
+    top = heapq.nlargest(limit, scored) if limit is not None else sorted(scored, reverse=True)
+    return [doc for _, doc in top], rels

@@ -14,7 +14,7 @@ import pytest
 import pytrec_eval
 
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.retrieval.measures import MAIN_METRIC, measures, names
+from metric_services.retrieval.measures import MAIN_METRIC, MAX_K, measures, names
 from metric_services.retrieval.runs import run
 
 TOL = 1e-12
@@ -52,7 +52,7 @@ def random_query(rng: random.Random, track: str) -> tuple[dict[str, int], dict[s
 
 def ours(qrels: dict[str, int], scores: dict[str, float], track: str) -> dict[str, float]:
     ranking = pb.Ranking(documents=[pb.RankedDocument(id=d, score=s) for d, s in scores.items()])
-    order = run(ranking, pb.RANKING_FORM_SCORES)
+    order = run(ranking, pb.RANKING_FORM_SCORES, limit=MAX_K if len(scores) % 2 else None)  # both paths
     values = measures([qrels.get(d, 0) for d in order], list(qrels.values()), track)
     return dict(zip(names(track), values, strict=True))
 
@@ -120,3 +120,16 @@ def test_score_ties_break_by_document_id_descending_like_trec_eval():
         {"q": {"a": 1.0, "b": 1.0, "c": 1.0}}
     )
     assert got["q"]["recip_rank"] == 0.5  # trec_eval agrees: c, then b
+
+
+def test_ties_between_non_ascii_ids_follow_trec_eval():
+    ids = ["é", "z", "ｚ", "Z", "e\u0301", "😀", "a"]
+    ranking = pb.Ranking(documents=[pb.RankedDocument(id=d, score=1.0) for d in ids])
+    order = run(ranking, pb.RANKING_FORM_SCORES, limit=3)
+    for relevant in ids:
+        got = pytrec_eval.RelevanceEvaluator({"q": {relevant: 1}}, {"recip_rank"}).evaluate(
+            {"q": dict.fromkeys(ids, 1.0)}
+        )
+        full = run(ranking, pb.RANKING_FORM_SCORES)
+        assert got["q"]["recip_rank"] == pytest.approx(1 / (full.index(relevant) + 1), abs=TOL), relevant
+    assert order == full[:3]
