@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from functools import cache
+from functools import lru_cache
 
 from holistic.families import Partial, prediction_minute
 from holistic.instances import SEP, Reducer, Row
@@ -82,7 +82,7 @@ class QuerySpec:
         return out
 
 
-@cache
+@lru_cache(maxsize=4096)
 def fields(scn: str, track: Track, topk: int | None) -> tuple[str, ...]:
     """The statistics field prefixes of the scenario's metrics."""
     return tuple(f"{scn}|{n if topk is None else topk_name(n, topk)}" for n in names(track))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytrec_eval
+
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.v1 import prediction_pb2 as pb
 from tests.factories import prediction
@@ -54,3 +56,20 @@ def envelope(preds: list[pb.Prediction], seq: int = 1) -> BatchEnvelope:
     env = BatchEnvelope(model="m", sequence=seq, predictions=preds)
     env.accept_time.FromSeconds(ACCEPT)
     return env
+
+
+def helm_measure(qrels: dict[str, int], scores: dict[str, float], name: str, track: str) -> float:
+    """HELM 0.5.16 ranking_metrics.RankingMetric.compute_measure, with pytrec_eval's measure names."""
+    measure, _, k = name.partition("@")
+    measure = {"RR": "recip_rank", "NDCG": "ndcg_cut"}.get(measure, measure.lower())
+    if measure in ("recip_rank", "recall", "success") and track == "trec":
+        qrels = {d: 0 if r == 1 else r for d, r in qrels.items()}  # helm.common.general.binarize_dict
+    evaluator_name = f"{measure}.{k}"
+    if measure == "recip_rank":
+        evaluator_name = measure
+        # limit_relevance_dict: the run's top k; trec_eval's order (score desc, id desc) on ties.
+        top = sorted(scores.items(), key=lambda kv: (kv[1], kv[0].encode()), reverse=True)[: int(k)]
+        scores = dict(top)
+    evaluator = pytrec_eval.RelevanceEvaluator({"q": qrels}, {evaluator_name})
+    result = evaluator.evaluate({"q": scores})
+    return next(iter(result["q"].values()))

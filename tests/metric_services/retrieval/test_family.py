@@ -23,8 +23,9 @@ from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.accuracy import FAMILY as ACCURACY
 from metric_services.retrieval import FAMILY
+from metric_services.retrieval.measures import names
 from tests.factories import prediction
-from tests.metric_services.retrieval.support import envelope, judgments_only, ranking_prediction
+from tests.metric_services.retrieval.support import envelope, helm_measure, judgments_only, ranking_prediction
 
 
 def settings(**overrides):
@@ -171,3 +172,27 @@ def test_judgments_for_a_ranking_sent_judged_are_not_joined():
     f = fold([ranking_prediction("q", scores={"a": 1.0, "b": 2.0}, rels={"b": 0}), judgments_only("q", {"a": 1})])
     m = metrics(f.scenarios["msmarco"])
     assert m["RR@10"].value == 0.0 and m["judgments_without_ranking"].value == 1
+
+
+def test_scenario_means_and_topk_variants_equal_helm_through_pytrec_eval():
+    """Per-scenario means over random queries equal the mean of HELM's per-query pytrec_eval values,
+    for the whole run and for HELM's rank_limit (documents the retriever ranked within valid_topk)."""
+    rng = random.Random(21)
+    fam = FAMILY.configured(tracks={"dl": "trec"}, valid_topk=4)
+    preds, expected = [], {}
+    for i in range(200):
+        scn = rng.choice(["web", "dl"])
+        docs = [f"d{j}" for j in range(rng.choice([1, 3, 8, 30]))]
+        scores = {d: float(rng.randrange(4)) for d in docs}
+        rels = {d: rng.choice([0, 1, 2, 3]) for d in docs if rng.random() < 0.6} or {"x": 2}
+        retriever = {d: k + 1 for k, d in enumerate(rng.sample(docs, len(docs)))}
+        preds.append(ranking_prediction(f"q{i}", scenario=scn, scores=scores, rels=rels, retriever=retriever))
+        track = "trec" if scn == "dl" else "regular"
+        cut = {d: s for d, s in scores.items() if retriever[d] <= 4}
+        for name in names(track):
+            expected.setdefault((scn, name), []).append(helm_measure(rels, scores, name, track))
+            expected.setdefault((scn, f"{name} (topk=4)"), []).append(helm_measure(rels, cut, name, track))
+    f = fold(preds, fam)
+    for (scn, name), values in expected.items():
+        m = metrics(f.scenarios[scn])[name]
+        assert m.value == pytest.approx(sum(values) / len(values), abs=1e-12) and m.count == len(values), name
