@@ -8,7 +8,8 @@ with the statistics (holistic/instances.py), acknowledged; (2) the family's work
 (compute, then each query's metrics from its state: holistic.families.one_pass); (3) the loop a user
 writes with pytrec-eval-terrier, the run and qrels dicts prepared beforehand: per query one
 RelevanceEvaluator for success and recall, evaluated on the run and, for HELM's RR@k, on the run cut
-to its top 5, 10 and 20 (HELM itself builds one evaluator per measure, slower still).
+to its top 5, 10 and 20 (HELM itself builds one evaluator per measure, slower still). Then the late
+path: the same queries as rankings without judgments followed by judgments-only rows, one worker.
 """
 
 from __future__ import annotations
@@ -50,6 +51,23 @@ def queries(n: int, docs: int, seed: int = 12) -> list[pb.Prediction]:
         p.produced_at.FromSeconds(stamp + i % 30)
         out.append(p)
     return out
+
+
+def judged_later(preds: list[pb.Prediction]) -> list[pb.Prediction]:
+    """The same queries with their judgments split off into judgments-only predictions after them."""
+    rankings, judgments = [], []
+    for p in preds:
+        r = pb.Prediction()
+        r.CopyFrom(p)
+        j = pb.Prediction(id=p.id, scenario=p.scenario, task=p.task, produced_at=p.produced_at)
+        j.ranking.form = pb.RANKING_FORM_JUDGMENTS_ONLY
+        for d in r.ranking.documents:
+            if d.HasField("relevance"):
+                j.ranking.documents.add(id=d.id, relevance=d.relevance)
+                d.ClearField("relevance")
+        rankings.append(r)
+        judgments.append(j)
+    return rankings + judgments
 
 
 def one_worker(preds: list[pb.Prediction]) -> float:
@@ -110,6 +128,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"{args.queries:,} random queries per size, batches of {BATCH}; medians of {args.runs} runs")
     print(f"{'docs/query':>10}{'one worker (Redis)':>20}{'without Redis':>15}{'pytrec_eval loop':>18}   ratio   goals")
+    late = {}
     for docs in (10, 100):
         preds = queries(args.queries, docs)
         worker = median([one_worker(preds) for _ in range(args.runs)])
@@ -119,6 +138,13 @@ def main() -> None:
         if docs == 10:
             goals += f"; >= 20,000/s: {'met' if worker >= 20_000 else 'NOT met'}"
         print(f"{docs:>10}{worker:>20,.0f}{alone:>15,.0f}{loop:>18,.0f}   {worker / loop:4.1f}x   {goals}")
+        split = judged_later(preds)
+        late[docs] = median([one_worker(split) for _ in range(args.runs)]) / 2  # two predictions a query
+    for docs, qps in late.items():
+        print(
+            f"judgments later (rankings, then judgments-only rows, through the per-query state), {docs} documents: "
+            f"{qps:,.0f} queries/s for one worker"
+        )
 
 
 if __name__ == "__main__":
