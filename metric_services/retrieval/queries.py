@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from functools import lru_cache
+from operator import mul
 
 from holistic.families import Partial, prediction_minute
 from holistic.instances import SEP, Reducer, Row
@@ -29,7 +30,7 @@ from holistic.stats import Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.retrieval.config import RetrievalConfig, Track
 from metric_services.retrieval.measures import MAX_K, measures, names, topk_name
-from metric_services.retrieval.runs import form, judgments, read
+from metric_services.retrieval.runs import form, judgments, run, scan
 
 PENDING, UNRANKED = "pending", "unranked"
 
@@ -89,28 +90,19 @@ def fields(scn: str, track: Track, topk: int | None) -> tuple[str, ...]:
 
 
 class _Sums:
-    """A (minute, scenario)'s fast-path queries: n, sum and sum of squares per metric."""
+    """A (minute, scenario)'s fast-path queries: their metric values, summed per metric at the end."""
 
-    __slots__ = ("n", "sq", "sums")
+    __slots__ = ("rows",)
 
-    def __init__(self, width: int) -> None:
-        self.n = 0
-        self.sums = [0.0] * width
-        self.sq = [0.0] * width
-
-    def add(self, values: list[float]) -> None:
-        self.n += 1
-        sums, sq = self.sums, self.sq
-        for i, v in enumerate(values):
-            if v:
-                sums[i] += v
-                sq[i] += v * v
+    def __init__(self) -> None:
+        self.rows: list[list[float]] = []
 
     def emit(self, st: Stats, prefixes: tuple[str, ...]) -> None:
-        for prefix, s, ss in zip(prefixes, self.sums, self.sq, strict=True):
-            st.incr(f"{prefix}|n", self.n)
-            st.add(f"{prefix}|sum", s)
-            st.add(f"{prefix}|sumsq", ss)
+        n = len(self.rows)
+        for prefix, col in zip(prefixes, zip(*self.rows, strict=True), strict=True):
+            st.incr(f"{prefix}|n", n)
+            st.add(f"{prefix}|sum", sum(col))
+            st.add(f"{prefix}|sumsq", sum(map(mul, col, col)))
 
 
 def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
@@ -120,30 +112,41 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
     accept_s = envelope.accept_time.seconds
     out: dict[int, Stats] = defaultdict(Stats)
     sums: dict[tuple[int, str, int | None], _Sums] = {}
+    counts: dict[tuple[int, str], list[int]] = {}  # rankings, documents
     rows: list[Row] = []
     topk = config.valid_topk
+    limit = None if topk is not None else MAX_K
     yes, no = config.correct_output, config.wrong_output
     for p in envelope.predictions:
         at = p.produced_at
         minute = prediction_minute(at.seconds, at.nanos, accept_s)
-        st = out[minute]
         if p.task != pb.TASK_RANKING:
-            st.incr("other")
+            out[minute].incr("other")
             continue
         scn = p.scenario
         if p.HasField("perturbation"):
-            st.incr(f"{scn}|perturbed")
+            out[minute].incr(f"{scn}|perturbed")
             continue
         ranking = p.ranking
-        kind = form(ranking)
         instance = scn + SEP + p.id
+        kind = ranking.form or (pb.RANKING_FORM_ORDER if ranking.order else pb.RANKING_FORM_UNSPECIFIED)
+        if kind in (pb.RANKING_FORM_UNSPECIFIED, pb.RANKING_FORM_SCORES):
+            ids, rels, any_score = scan(ranking, limit)
+            if not any_score and kind == pb.RANKING_FORM_UNSPECIFIED:
+                kind = form(ranking)  # BINARY or JUDGMENTS_ONLY
+                if kind == pb.RANKING_FORM_BINARY:
+                    ids = run(ranking, kind, yes, no, limit)
+        else:
+            ids, rels = run(ranking, kind, yes, no, limit), judgments(ranking)
         if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
-            st.incr(f"{scn}|judgment_rows")
-            rows.extend(Row(instance, "j:" + _slot_id(d), float(r), minute) for d, r in judgments(ranking).items())
+            out[minute].incr(f"{scn}|judgment_rows")
+            rows.extend(Row(instance, "j:" + _slot_id(d), float(r), minute) for d, r in rels.items())
             continue
-        st.incr(f"{scn}|rankings")
-        st.incr(f"{scn}|documents", len(ranking.documents))
-        ids, rels = read(ranking, kind, yes, no, None if topk is not None else MAX_K)
+        c = counts.get((minute, scn))
+        if c is None:
+            c = counts[(minute, scn)] = [0, 0]
+        c[0] += 1
+        c[1] += len(ranking.documents)
         cut = _cut(ranking, ids, topk) if topk is not None else None
         if rels:
             track = config.track(scn)
@@ -153,12 +156,16 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
                     continue
                 acc = sums.get((minute, scn, k))
                 if acc is None:
-                    acc = sums[(minute, scn, k)] = _Sums(len(names(track)))
-                acc.add(measures([rels.get(d, 0) for d in ranked[:MAX_K]], judged, track))
+                    acc = sums[(minute, scn, k)] = _Sums()
+                acc.rows.append(measures([rels.get(d, 0) for d in ranked[:MAX_K]], judged, track))
             continue
         rows.append(Row(instance, "r:" + ",".join(_slot_id(d) for d in ids[:MAX_K]), 1.0, minute))
         if cut is not None:
             rows.append(Row(instance, "t:" + ",".join(_slot_id(d) for d in cut[:MAX_K]), 1.0, minute))
+    for (minute, scn), (n_rankings, n_documents) in counts.items():
+        st = out[minute]
+        st.incr(f"{scn}|rankings", n_rankings)
+        st.incr(f"{scn}|documents", n_documents)
     for (minute, scn, k), acc in sums.items():
         acc.emit(out[minute], fields(scn, config.track(scn), k))
     return Partial(dict(out), spec, rows)

@@ -64,13 +64,10 @@ def judgments(ranking: pb.Ranking) -> dict[str, int]:
     return {d.id: int(d.relevance) for d in ranking.documents if d.HasField("relevance")}
 
 
-def read(
-    ranking: pb.Ranking, kind: int, correct_output: str, wrong_output: str, limit: int | None
-) -> tuple[list[str], dict[str, int]]:
-    """run() and judgments() in one pass over the documents for the common SCORES form (each pass
-    over a repeated field materializes every document: it is most of the cost at 100 documents)."""
-    if kind != pb.RANKING_FORM_SCORES:
-        return run(ranking, kind, correct_output, wrong_output, limit), judgments(ranking)
+def scan(ranking: pb.Ranking, limit: int | None) -> tuple[list[str], dict[str, int], bool]:
+    """The SCORES run (its first `limit` when given) and the judgments in one pass over the documents
+    (each pass over a repeated field materializes every document: most of the cost at 100 documents),
+    and whether any document has a score (the form, when unspecified and without an order)."""
     scored: list[tuple[float, str]] = []
     rels: dict[str, int] = {}
     for d in ranking.documents:
@@ -79,4 +76,4 @@ def read(
         if d.HasField("relevance"):
             rels[d.id] = int(d.relevance)
     top = heapq.nlargest(limit, scored) if limit is not None else sorted(scored, reverse=True)
-    return [doc for _, doc in top], rels
+    return [doc for _, doc in top], rels, bool(scored)
