@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from gateway.ranking_validation import check_ranking, judgments_only
 from holistic.errors import FieldViolation, InvalidArgument
 from holistic.settings import Settings
 from holistic.v1 import prediction_pb2 as pb
@@ -71,9 +72,13 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
     good_tags: set[tuple[str, str]] = set()
     for i, p in enumerate(preds):
         pid = p.id
-        if not pid or len(pid) > MAX_ID_CHARS or pid in ids:
-            _bad_id(v, f"predictions[{i}].id", pid)
-        ids.add(pid)
+        if p.task == pb.TASK_RANKING and judgments_only(p):  # may follow its ranking, even in one batch
+            if not pid or len(pid) > MAX_ID_CHARS:
+                _bad_id(v, f"predictions[{i}].id", pid)
+        else:
+            if not pid or len(pid) > MAX_ID_CHARS or pid in ids:
+                _bad_id(v, f"predictions[{i}].id", pid)
+            ids.add(pid)
         pm = p.model
         if pm and pm != model:
             if not model and NAME_RE.fullmatch(pm):
@@ -100,6 +105,8 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
             _choices(v, f"predictions[{i}]", p)
         if p.HasField("perturbation"):
             _perturbation(v, f"predictions[{i}]", p)
+        if p.task == pb.TASK_RANKING or p.HasField("ranking"):
+            check_ranking(v, f"predictions[{i}]", p, limits.max_ranking_documents)
         groups = p.groups
         if groups:
             if len(groups) > max_map:

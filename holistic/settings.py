@@ -69,6 +69,7 @@ class Settings(BaseSettings):
     max_text_bytes: int = Field(default=1 << 20, ge=1024, description="Per text field (input, output, ...).")
     max_references: int = Field(default=64, ge=1)
     max_map_entries: int = Field(default=32, ge=1, description="groups and metadata entries.")
+    max_ranking_documents: int = Field(default=1000, ge=1, description="Documents per ranking (TASK_RANKING).")
     max_message_bytes: int = Field(default=64 << 20, ge=1 << 20)
     backlog_max_batches: int = Field(default=5000, ge=1, description="Per family group; over it: backpressure.")
     idempotency_ttl_s: int = Field(default=86_400, ge=60)

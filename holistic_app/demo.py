@@ -19,6 +19,7 @@ SUMMARIZATION_COLUMNS = (
     "rouge_2", "rouge_l", "bleu", "chrf", "coverage", "density", "compression",
     "semantic_similarity_reference", "semantic_similarity_source",
 )  # fmt: skip
+RETRIEVAL_COLUMNS = ("RR@10", "Success@1", "Success@10", "Recall@10", "queries_pending_judgments")
 
 
 def rebased(path: Path, now_s: float) -> tuple[list[Line], int]:
@@ -81,9 +82,10 @@ def run(address: str, sample: Path = SAMPLE, batch_size: int = 500, console: Con
         console.print(profiles_table([client.get_profile(m, "1h") for m in models], title="last hour"))
         for table in detail_tables(profiles[0])[1:2]:
             console.print(table)
-        summaries = family_table(profiles, "summarization", SUMMARIZATION_COLUMNS)
-        if summaries is not None:
-            console.print(summaries)
+        for family, columns in (("summarization", SUMMARIZATION_COLUMNS), ("retrieval", RETRIEVAL_COLUMNS)):
+            table = family_table(profiles, family, columns)
+            if table is not None:
+                console.print(table)
 
 
 def _iter(lines: list[Line]) -> Iterator[Line]:

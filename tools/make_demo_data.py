@@ -2,7 +2,7 @@
 
 Why this exists: the service needs a realistic stream of production predictions to demo, document and
 smoke-test every metric family (accuracy, calibration, robustness, fairness, bias, toxicity, efficiency,
-summarization) without shipping real user traffic. Everything here is synthetic: the texts come from the
+summarization, retrieval) without shipping real user traffic. Everything here is synthetic: the texts come from the
 template pools below, and three fictional models are given deliberately different trade-offs:
 
   atlas-70b  accurate, well calibrated, robust, slow, wordy, abstractive summaries, never profane
@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))  # runnable as a plain script from a checkout
 from google.protobuf import json_format  # noqa: E402
 
 from holistic.v1 import prediction_pb2 as pb  # noqa: E402
+from tools import demo_retrieval  # noqa: E402
 
 OUT = ROOT / "holistic" / "data" / "demo_predictions.jsonl.gz"
 SEED = 525  # picked from seeds 1-1499 so noise does not blur the trade-offs: holistic/data/README.md
@@ -578,6 +579,8 @@ def main() -> None:
     for k, m in enumerate(MODELS):
         rng, seen = random.Random(SEED + 1 + k), {}
         preds.extend(answer(m, inst, rng, seen) for inst in instances)
+    # Its own random stream (seed 1212): the other rows stay as they were.
+    preds.extend(demo_retrieval.predictions([m.name for m in MODELS], 1212, START_MS, SPAN_S))
     preds.sort(key=lambda p: (p.produced_at.ToMilliseconds(), p.model, p.id))
     lines = [to_line(p) for p in preds]
     for line in lines:  # every line must read back as a Prediction

@@ -3,7 +3,9 @@
 One variant per (prediction, perturbation): id "<id>~<name>", perturbation {name, family,
 original_id}, the input (and, for gender, person_name and dialect, the references, as HELM does)
 perturbed, and the fields that describe the original answer cleared (output, confidence, choice
-probabilities, correct, timing, produced_at): the model answers the variant anew. A variant the
+probabilities, correct, timing, produced_at; for a ranking task the query is the input and the
+model's ranking is cleared, the candidates and their judgments kept): the model answers the
+variant anew. A variant the
 perturbation left unchanged is dropped (HELM skips those too). Each variant's generator is
 `Random(id)`, or `Random(str(seed) + id)` with a seed: HELM's convention, so the same input always
 gives the same variants. Used by the `holistic perturb` CLI and the Perturb RPC.
@@ -195,12 +197,25 @@ def variant(p: pb.Prediction, perturber: Perturber, seed: int | None) -> pb.Pred
     out.input = text
     del out.references[:]
     out.references.extend(refs)
+    if out.HasField("ranking"):
+        _clear_ranking(out.ranking)
     out.perturbation.name, out.perturbation.family, out.perturbation.original_id = (
         perturber.name,
         perturber.family,
         p.id,
     )
     return out
+
+
+def _clear_ranking(r: pb.Ranking) -> None:
+    """A ranking task's variant: the query is perturbed; the model's ranking answered the original
+    query, so it is cleared like `output`; the candidates, their judgments and retriever ranks stay
+    (HELM perturbs MS MARCO's query and keeps its passages' relevance)."""
+    r.ClearField("order")
+    r.ClearField("form")
+    for d in r.documents:
+        for name in ("score", "model_output", "logprob"):
+            d.ClearField(name)
 
 
 def perturb(

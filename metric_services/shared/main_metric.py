@@ -17,6 +17,8 @@ MAIN_METRIC_BY_TASK = {
     pb.TASK_OPEN_QA: "f1_score",
     pb.TASK_FREE_GENERATION: "f1_score",
     pb.TASK_SUMMARIZATION: "rouge_2",
+    # Its family chooses (retrieval: RR@10 or NDCG@10 by the scenario's track); "" leaves it to that family.
+    pb.TASK_RANKING: "",
 }
 DEFAULT_MAIN_METRIC = "quasi_exact_match"
 _INDEX = {name: i for i, name in enumerate(METRICS)}

@@ -80,7 +80,8 @@ def test_demo_runs_end_to_end(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     out = result.stdout
-    assert "accepted 6,651" in out
+    assert "accepted 7,179" in out
+    assert "retrieval (family report)" in out and "kb_search" in out and "RR@10" in out
     for model in ("atlas-70b", "gale-mix", "swift-8b"):
         assert model in out
     assert "holistic profiles, all time" in out and "last hour" in out

@@ -128,3 +128,28 @@ def test_cli_writes_variants_ready_to_submit(tmp_path):
     assert rows[2].input == "Is it gonna rain wit him?"
     bad = CliRunner().invoke(main, ["perturb", str(src), str(out), "--with", "typos:prob=2"])
     assert bad.exit_code == 2 and "--with[0].options['prob']" in bad.output
+
+
+def test_a_ranking_variant_perturbs_the_query_and_keeps_candidates_and_judgments(tmp_path):
+    p = prediction("q1", task=pb.TASK_RANKING, output="", references=[], produced_at_s=1.8e9)
+    p.input = "How do I reset my password"
+    p.ranking.documents.add(id="d1", score=2.0, relevance=1, retriever_rank=1)
+    p.ranking.documents.add(id="d2", model_output="No", logprob=-0.2, relevance=0)
+    p.ranking.order.extend(["d1", "d2"])
+    p.ranking.form = pb.RANKING_FORM_ORDER
+    (lower,), _ = pt.perturb([p], pt.build([pt.Spec("lowercase")]))
+    assert lower.id == "q1~lowercase" and lower.input == "how do i reset my password"
+    assert lower.task == pb.TASK_RANKING and lower.perturbation.original_id == "q1"
+    assert [d.id for d in lower.ranking.documents] == ["d1", "d2"]
+    assert [d.relevance for d in lower.ranking.documents] == [1, 0] and lower.ranking.documents[0].retriever_rank == 1
+    assert not lower.ranking.order and lower.ranking.form == pb.RANKING_FORM_UNSPECIFIED  # the model ranks anew
+    assert not any(d.HasField("score") or d.HasField("model_output") or d.HasField("logprob")
+                   for d in lower.ranking.documents)  # fmt: skip
+    assert p.ranking.order == ["d1", "d2"] and p.ranking.documents[0].score == 2.0  # the original untouched
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json_format.MessageToJson(p, indent=None) + "\n")
+    result = CliRunner().invoke(main, ["perturb", str(src), str(out), "--with", "typos:prob=1"])
+    assert result.exit_code == 0, result.output
+    rows = [json_format.Parse(line, pb.Prediction()) for line in out.read_text().splitlines()]
+    assert [r.id for r in rows] == ["q1", "q1~typos"]
+    assert rows[1].input == one("typos", p.input, prob="1") and rows[1].ranking.documents[0].relevance == 1

@@ -1,0 +1,110 @@
+"""Folds merged retrieval statistics: per scenario the mean over queries of each measure with its
+95 % interval (Wilson for Success@k, a 0/1 outcome; normal otherwise), the scenario's accuracy
+candidate from its main metric, and per model the unweighted mean over scenarios (HELM's group
+cells are means of run means) with a propagated interval."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from holistic.families import ScenarioAccuracy, ScenarioPart
+from holistic.instances import LATE, OVER_CAP
+from holistic.intervals import mean_of_means, mean_var
+from holistic.metric_values import mean, plain, proportion
+from holistic.settings import Settings
+from holistic.stats import Folded
+from holistic.v1 import prediction_pb2 as pb
+from holistic.v1.profile_pb2 import FamilyReport, Interval, Metric
+from metric_services.retrieval.config import RetrievalConfig
+from metric_services.retrieval.measures import MAIN_METRIC, names, topk_name
+from metric_services.retrieval.queries import PENDING, UNRANKED
+
+NAME = "retrieval"
+
+
+def by_scenario(stats: Folded) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for key, v in stats.items():
+        if key.startswith("#") or "|" not in key:
+            continue
+        scn, _, rest = key.partition("|")
+        out[scn][rest] = v
+    return dict(out)
+
+
+def _metric(name: str, f: dict[str, float]) -> tuple[Metric, float] | None:
+    n = f.get(f"{name}|n", 0.0)
+    if n <= 0:
+        return None
+    s, ss = f.get(f"{name}|sum", 0.0), f.get(f"{name}|sumsq", 0.0)
+    if name.startswith("Success@"):
+        m = proportion(name, NAME, round(s), n)
+    else:
+        m = mean(name, NAME, n, s, ss, clip=(0.0, 1.0))
+    return m, mean_var(n, s, ss)[1]
+
+
+def scenario_part(
+    scn: str, f: dict[str, float], config: RetrievalConfig, settings: Settings
+) -> tuple[ScenarioPart, list[tuple[Metric, float]]]:
+    track = config.track(scn)
+    main = settings.main_metrics.get(scn) or MAIN_METRIC[track]
+    part = ScenarioPart(count=int(f.get("rankings", 0)), task=pb.TASK_RANKING, main_metric=main)
+    metric_names = list(names(track))
+    if config.valid_topk is not None:
+        metric_names += [topk_name(n, config.valid_topk) for n in names(track)]
+    found: list[tuple[Metric, float]] = []
+    for name in metric_names:
+        got = _metric(name, f)
+        if got is not None:
+            found.append(got)
+            part.metrics.append(got[0])
+    for field, label in ((PENDING, "queries_pending_judgments"), (UNRANKED, "judgments_without_ranking")):
+        n = f.get(f"{field}|n", 0.0)
+        if n:
+            part.metrics.append(plain(label, NAME, n, n))
+    n = f.get(f"{main}|n", 0.0)
+    if n > 0:
+        s, ss = f.get(f"{main}|sum", 0.0), f.get(f"{main}|sumsq", 0.0)
+        part.accuracy = ScenarioAccuracy(
+            metric=mean("accuracy", NAME, n, s, ss, clip=(0.0, 1.0)), source=main, variance=mean_var(n, s, ss)[1]
+        )
+    return part, found
+
+
+def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple[Metric, float]]]]) -> FamilyReport:
+    other = int(stats.num("other"))
+    by_scn = by_scenario(stats)
+    perturbed = sum(int(f.get("perturbed", 0)) for f in by_scn.values())
+    judgment_rows = sum(int(f.get("judgment_rows", 0)) for f in by_scn.values())
+    over_cap, late = int(stats.num(OVER_CAP)), int(stats.num(LATE))
+    rankings = sum(p.count for p, _ in parts.values())
+    reasons = []
+    if other:
+        reasons.append(f"{other} not ranking tasks")
+    if perturbed:
+        reasons.append(f"{perturbed} perturbed rankings (for robustness and fairness, not the scenario's metrics)")
+    if over_cap:
+        reasons.append(f"{over_cap} rows of new queries past HOLISTIC_INSTANCE_CAP")
+    rep = FamilyReport(
+        family=NAME,
+        count=rankings + judgment_rows + other + perturbed,  # every prediction the family saw
+        skipped=other + perturbed + over_cap,
+        skipped_reason="; ".join(reasons),
+    )
+    per_metric: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for _, found in parts.values():
+        for m, var in found:
+            per_metric[m.name].append((m.value, var))
+    for name, mv in per_metric.items():
+        value, lo, hi = mean_of_means(mv)
+        m = Metric(name=name, family=NAME, value=value, count=len(mv))
+        if lo > float("-inf"):
+            m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
+        rep.metrics.append(m)
+    pending = sum(f.get(f"{PENDING}|n", 0.0) for f in by_scn.values())
+    if pending:
+        rep.metrics.append(plain("queries_pending_judgments", NAME, pending, pending))
+    if late:
+        rep.metrics.append(plain("rows_later_than_instance_ttl", NAME, late, late))
+    return rep
