@@ -47,7 +47,8 @@ SIZES: dict[str, Size] = {
     "toxicity": Size(cpu="500m", memory="320Mi", memory_limit="768Mi", lag_per_replica=50, max_replicas=10),
     "bias": Size(cpu="500m", memory="320Mi", memory_limit="768Mi", lag_per_replica=50, max_replicas=10),
     "summarization": Size(cpu="1", memory="1536Mi", memory_limit="2560Mi", lag_per_replica=5, max_replicas=20),
-}
+    "retrieval": LIGHT,
+}  # an installed family not listed (a plugin) gets LIGHT
 
 HEADER = "# Written by tools/gen_kubernetes_workers.py: edit the tool, not this file.\n"
 
@@ -163,7 +164,7 @@ def render() -> dict[str, str]:
     keys = Keys()
     files: dict[str, str] = {}
     for family in installed():
-        size = SIZES[family]
+        size = SIZES.get(family, LIGHT)
         docs = [deployment(family, size), disruption_budget(family), scaled_object(family, size, keys)]
         body = "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
         files[f"{family}.yaml"] = HEADER + body
