@@ -75,6 +75,9 @@ def check_ranking(v: Violations, path: str, p: pb.Prediction, max_documents: int
 
 def _check_form(v: Violations, rpath: str, r: pb.Ranking, ids: set[str]) -> None:
     form = r.form
+    if form not in pb.RankingForm.values():  # an enum value this version does not know
+        v.add(f"{rpath}.form", f"unknown ranking form {form}; use one of {', '.join(pb.RankingForm.keys())}")
+        return
     if r.order:
         if form not in (pb.RANKING_FORM_UNSPECIFIED, pb.RANKING_FORM_ORDER):
             v.add(f"{rpath}.order", f"is set but form is {pb.RankingForm.Name(form)}")

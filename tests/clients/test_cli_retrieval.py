@@ -27,7 +27,7 @@ def test_submit_rankings_from_json_lines_and_see_the_profile(gateway, make_worke
     runner = CliRunner()
     args = ["submit", str(path), "--target", gateway.address, "--no-progress", "--model", "ranker"]
     result = runner.invoke(main, args)
-    assert "accepted 3 predictions" in result.output and "rejected 1 lines" in result.output, result.output
+    assert "accepted 3 predictions" in result.output and "rejected 1 line\n" in result.output, result.output
     assert "line 4: predictions[" in result.output and "ranking.documents[0].relevance" in result.output
     drain(make_worker("accuracy"), make_worker("retrieval"))
     table = runner.invoke(main, ["profile", "ranker", "--target", gateway.address], env={"COLUMNS": "200"})
