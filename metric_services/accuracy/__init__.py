@@ -1,12 +1,19 @@
 """Accuracy family: HELM's reference metrics per scenario, and the scenario's main metric.
 
-Per prediction with references: exact_match, quasi_exact_match, prefix_exact_match,
-quasi_prefix_exact_match and f1_score, each the max over references (reference_metrics.py).
+Per unperturbed prediction with references: exact_match, quasi_exact_match, prefix_exact_match,
+quasi_prefix_exact_match and f1_score, each the max over references (reference_metrics.py); for open
+QA and free generation also rouge_l, bleu_1 and bleu_4 (generation_metrics.py); for classification
+the per-class counts of classification_macro_f1 / classification_micro_f1 (classification.py).
+A scenario shows, and the family report averages, only the metrics HELM's run specs define for its
+task (shared/helm_sets.py), so a model-level mean is over the scenarios that define it.
+
+HELM's run cell is computed over unperturbed instances only (perturbation=None): a perturbed
+variant is counted (`perturbed`) and left out here; the robustness and fairness families score it.
 A prediction with `correct` set counts with the client's judgement for the scenario's accuracy.
-The scenario's main metric follows its task, HELM's choice per scenario type, unless
-HOLISTIC_MAIN_METRICS overrides it; it is chosen when the profile is folded, so an override
-re-scores history. The accuracy axis is the unweighted mean over scenarios of their accuracy,
-as HELM's group cells are means of run means.
+The scenario's main metric follows its
+task, HELM's choice per scenario type, unless HOLISTIC_MAIN_METRICS overrides it; it is chosen when
+the profile is folded, so an override re-scores history. The accuracy axis is the unweighted mean
+over scenarios of their accuracy, as HELM's group cells are means of run means.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from holistic.families import (
     prediction_minute,
 )
 from holistic.intervals import mean_of_means, mean_var
-from holistic.metric_values import mean, proportion
+from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
@@ -36,6 +43,9 @@ from holistic.v1.profile_pb2 import (
     Metric,
     MetricSignature,
 )
+from metric_services.shared.classification import BOTH, CLASSIFICATION_METRICS, PRED, TRUE, f1_scores, label_counts
+from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores
+from metric_services.shared.helm_sets import GENERATION_TASKS, task_metrics
 from metric_services.shared.main_metric import main_metric, majority_task
 from metric_services.shared.reference_metrics import BINARY, METRICS, scores
 
@@ -68,6 +78,11 @@ class AccuracyFamily(FamilyBase):
             "Normalized output starts with a normalized reference.",
         ),
         MetricMetadata("f1_score", "F1", "Token-set F1 against the best reference (HELM's)."),
+        MetricMetadata("rouge_l", "ROUGE-L", "rouge-score's ROUGE-L F (stemmed), best reference (open-ended tasks)."),
+        MetricMetadata("bleu_1", "BLEU-1", "nltk sentence BLEU, unigram precision times brevity penalty."),
+        MetricMetadata("bleu_4", "BLEU-4", "nltk sentence BLEU with weights (0,0,0,1): 4-gram precision only."),
+        MetricMetadata("classification_macro_f1", "Macro-F1", "Mean over classes of each class's F1 (HELM)."),
+        MetricMetadata("classification_micro_f1", "Micro-F1", "F1 of all classes' pooled counts (HELM)."),
         MetricMetadata(
             "client_judged_correct", "Client-judged correct", "Share of predictions the client marked correct."
         ),
@@ -93,36 +108,43 @@ class AccuracyFamily(FamilyBase):
         scenarios = sorted({k.split("|", 1)[0] for k in stats if k.endswith("|n") and k.count("|") == 1})
         parts: dict[str, ScenarioPart] = {}
         per_metric: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        total = unscored = 0
+        total = unscored = perturbed = 0
         for scn in scenarios:
             f = stats.with_prefix(scn + "|")
             n = int(f.get("n", 0))
             total += n
             unscored += int(f.get("unscored", 0))
+            perturbed += int(f.get("perturbed", 0))
             task = majority_task(f)
             main = main_metric(scn, task, settings)
             part = ScenarioPart(count=n, task=task, main_metric=main)
-            ref_n = f.get("ref|n", 0.0)
-            for metric in METRICS:
-                if ref_n:
-                    s = f.get(f"ref|{metric}|sum", 0.0)
-                    ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
-                    part.metrics.append(_mean(metric, ref_n, s, ss, metric in BINARY))
-                    per_metric[metric].append(mean_var(ref_n, s, ss))
+            shown = task_metrics(task)
+            if main in METRICS and main not in shown:
+                shown = (*shown, main)
+            for metric, value in _scenario_metrics(f, shown):
+                part.metrics.append(value)
+                per_metric[metric].append(_part_moments(f, metric, value))
             judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
             if judged_n:
                 part.metrics.append(proportion("client_judged_correct", NAME, judged_sum, judged_n))
+            if f.get("perturbed"):
+                part.metrics.append(plain("perturbed_predictions", NAME, f["perturbed"], f["perturbed"]))
             part.accuracy = _scenario_accuracy(f, main, judged_n, judged_sum)
             parts[scn] = part
 
-        report = FamilyReport(
-            family=NAME,
-            count=total,
-            skipped=unscored,
-            skipped_reason="no references and no client judgement" if unscored else "",
-        )
+        reasons = []
+        if unscored:
+            reasons.append(f"{unscored} with no references and no client judgement")
+        if perturbed:
+            reasons.append(
+                f"{perturbed} perturbed variants (HELM's run cell is over unperturbed instances; "
+                "the robustness and fairness worst cases score them)"
+            )
+        report = FamilyReport(family=NAME, count=total, skipped=unscored + perturbed, skipped_reason="; ".join(reasons))
         for metric, mv in per_metric.items():
             report.metrics.append(_macro(metric, mv))
+        if perturbed:
+            report.metrics.append(plain("perturbed_predictions", NAME, perturbed, perturbed))
         return FamilyFold(report=report, scenarios=parts)
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
@@ -135,17 +157,37 @@ class AccuracyFamily(FamilyBase):
 class _Sums:
     """One (minute, scenario)'s sums, added up locally before they become Stats fields."""
 
-    __slots__ = ("judged_n", "judged_sum", "n", "ref", "ref_n", "tasks", "unjudged", "unjudged_n", "unscored")
+    __slots__ = (
+        "cls",
+        "gen",
+        "gen_n",
+        "judged_n",
+        "judged_sum",
+        "n",
+        "perturbed",
+        "ref",
+        "ref_n",
+        "tasks",
+        "unjudged",
+        "unjudged_n",
+        "unscored",
+    )
 
     def __init__(self) -> None:
         self.n = self.ref_n = self.unjudged_n = self.judged_n = self.judged_sum = self.unscored = 0
+        self.perturbed = self.gen_n = 0
         self.tasks: dict[int, int] = {}
         self.ref = [0.0] * 6  # the five METRICS, then f1 squared
         self.unjudged = [0.0] * 6
+        self.gen = [0.0] * 6  # the three GENERATION_METRICS' sums, then their squares
+        self.cls: dict[str, dict[str, int]] = {TRUE: {}, PRED: {}, BOTH: {}}
 
     def add(self, p: pb.Prediction) -> None:
         self.n += 1
         self.tasks[p.task] = self.tasks.get(p.task, 0) + 1
+        if p.HasField("perturbation"):
+            self.perturbed += 1  # HELM's run cell: perturbation=None only
+            return
         refs = p.references
         judged = p.HasField("correct")
         if refs:
@@ -161,11 +203,30 @@ class _Sums:
                 for i, v in enumerate(values):
                     unj[i] += v
                 unj[5] += values[4] * values[4]
+            if p.task in GENERATION_TASKS:
+                self._generation(list(refs), p.output)
+            elif p.task == pb.TASK_CLASSIFICATION:
+                self._classification(list(refs), p.output)
         if judged:
             self.judged_n += 1
             self.judged_sum += 1 if p.correct else 0
         elif not refs:
             self.unscored += 1
+
+    def _generation(self, refs: list[str], output: str) -> None:
+        self.gen_n += 1
+        for i, v in enumerate(generation_scores(refs, output)):
+            self.gen[i] += v
+            self.gen[3 + i] += v * v
+
+    def _classification(self, refs: list[str], output: str) -> None:
+        true, pred = label_counts(refs, output)
+        for c in true:
+            self.cls[TRUE][c] = self.cls[TRUE].get(c, 0) + 1
+        if pred is not None:
+            self.cls[PRED][pred] = self.cls[PRED].get(pred, 0) + 1
+            if pred in true:
+                self.cls[BOTH][pred] = self.cls[BOTH].get(pred, 0) + 1
 
     def emit(self, st: Stats, scn: str) -> None:
         st.incr(f"{scn}|n", self.n)
@@ -180,11 +241,58 @@ class _Sums:
                     else:
                         st.add(f"{scn}|{part}|{metric}|sum", value)
                 st.add(f"{scn}|{part}|f1_score|sumsq", sums[5])
+        if self.gen_n:
+            st.incr(f"{scn}|gen|n", self.gen_n)
+            for i, metric in enumerate(GENERATION_METRICS):
+                st.add(f"{scn}|gen|{metric}|sum", self.gen[i])
+                st.add(f"{scn}|gen|{metric}|sumsq", self.gen[3 + i])
+        for kind, counts in self.cls.items():
+            for c, k in counts.items():
+                st.bump(f"{scn}|{kind}", c, k)
         if self.judged_n:
             st.incr(f"{scn}|judged|n", self.judged_n)
             st.incr(f"{scn}|judged|sum", self.judged_sum)
         if self.unscored:
             st.incr(f"{scn}|unscored", self.unscored)
+        if self.perturbed:
+            st.incr(f"{scn}|perturbed", self.perturbed)
+
+
+def _scenario_metrics(f: dict[str, float], shown: tuple[str, ...]) -> list[tuple[str, Metric]]:
+    """The scenario's value of each metric its task defines, where it has data for it."""
+    out: list[tuple[str, Metric]] = []
+    ref_n, gen_n = f.get("ref|n", 0.0), f.get("gen|n", 0.0)
+    f1s = None
+    if any(m in CLASSIFICATION_METRICS for m in shown):
+        counts: dict[str, dict[str, float]] = {TRUE: {}, PRED: {}, BOTH: {}}
+        for key, v in f.items():
+            kind, sep, c = key.partition("|")
+            if sep and kind in counts:
+                counts[kind][c] = v
+        f1s = f1_scores(counts)
+    for metric in shown:
+        if metric in METRICS and ref_n:
+            s = f.get(f"ref|{metric}|sum", 0.0)
+            ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
+            out.append((metric, _mean(metric, ref_n, s, ss, metric in BINARY)))
+        elif metric in GENERATION_METRICS and gen_n:
+            s, ss = f.get(f"gen|{metric}|sum", 0.0), f.get(f"gen|{metric}|sumsq", 0.0)
+            out.append((metric, _mean(metric, gen_n, s, ss, False)))
+        elif metric in CLASSIFICATION_METRICS and f1s is not None:
+            value = f1s[CLASSIFICATION_METRICS.index(metric)]
+            out.append((metric, plain(metric, NAME, value, ref_n)))
+    return out
+
+
+def _part_moments(f: dict[str, float], metric: str, m: Metric) -> tuple[float, float]:
+    """(value, variance of the mean) of one scenario's metric, for the propagated interval."""
+    if metric in METRICS:
+        n = f["ref|n"]
+        s = f.get(f"ref|{metric}|sum", 0.0)
+        return mean_var(n, s, s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0))
+    if metric in GENERATION_METRICS:
+        return mean_var(f["gen|n"], f.get(f"gen|{metric}|sum", 0.0), f.get(f"gen|{metric}|sumsq", 0.0))
+    return m.value, float("inf")  # a corpus-level F1: no per-instance variance
 
 
 def _mean(metric: str, n: float, s: float, ss: float, binary: bool) -> Metric:

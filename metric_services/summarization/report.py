@@ -18,7 +18,8 @@ from holistic.families import ScenarioAccuracy
 from holistic.intervals import mean_of_means, mean_var
 from holistic.metric_values import mean, plain, proportion, with_interval
 from holistic.v1.profile_pb2 import Interval, Metric
-from metric_services.summarization import corpus_scores, rouge
+from metric_services.shared import rouge
+from metric_services.summarization import corpus_scores
 from metric_services.summarization.scoring import FRAGMENT_STATS
 
 NAME = "summarization"
