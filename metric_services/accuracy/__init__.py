@@ -129,7 +129,7 @@ class AccuracyFamily(FamilyBase):
                 part.metrics.append(proportion("client_judged_correct", NAME, judged_sum, judged_n))
             if f.get("perturbed"):
                 part.metrics.append(plain("perturbed_predictions", NAME, f["perturbed"], f["perturbed"]))
-            part.accuracy = _scenario_accuracy(f, main, judged_n, judged_sum)
+            part.accuracy = _scenario_accuracy(f, main, settings.references_win)
             parts[scn] = part
 
         reasons = []
@@ -162,6 +162,8 @@ class _Sums:
         "gen",
         "gen_n",
         "judged_n",
+        "judged_norefs_n",
+        "judged_norefs_sum",
         "judged_sum",
         "n",
         "perturbed",
@@ -175,7 +177,7 @@ class _Sums:
 
     def __init__(self) -> None:
         self.n = self.ref_n = self.unjudged_n = self.judged_n = self.judged_sum = self.unscored = 0
-        self.perturbed = self.gen_n = 0
+        self.perturbed = self.gen_n = self.judged_norefs_n = self.judged_norefs_sum = 0
         self.tasks: dict[int, int] = {}
         self.ref = [0.0] * 6  # the five METRICS, then f1 squared
         self.unjudged = [0.0] * 6
@@ -210,6 +212,9 @@ class _Sums:
         if judged:
             self.judged_n += 1
             self.judged_sum += 1 if p.correct else 0
+            if not refs:
+                self.judged_norefs_n += 1
+                self.judged_norefs_sum += 1 if p.correct else 0
         elif not refs:
             self.unscored += 1
 
@@ -252,6 +257,9 @@ class _Sums:
         if self.judged_n:
             st.incr(f"{scn}|judged|n", self.judged_n)
             st.incr(f"{scn}|judged|sum", self.judged_sum)
+        if self.judged_norefs_n:
+            st.incr(f"{scn}|judged_norefs|n", self.judged_norefs_n)
+            st.incr(f"{scn}|judged_norefs|sum", self.judged_norefs_sum)
         if self.unscored:
             st.incr(f"{scn}|unscored", self.unscored)
         if self.perturbed:
@@ -301,24 +309,26 @@ def _mean(metric: str, n: float, s: float, ss: float, binary: bool) -> Metric:
     return mean(metric, NAME, n, s, ss, clip=(0.0, 1.0))
 
 
-def _sumsq_of(f: dict[str, float], main: str, judged_sum: float) -> float:
-    ss = f.get(f"unjudged|{main}|sum", 0.0) if main in BINARY else f.get(f"unjudged|{main}|sumsq", 0.0)
-    return ss + judged_sum
-
-
-def _scenario_accuracy(f: dict[str, float], main: str, judged_n: float, judged_sum: float) -> ScenarioAccuracy | None:
-    """The scenario's main metric over unjudged predictions, plus the client's judgements."""
-    unjudged_n = f.get("unjudged|n", 0.0) if main in METRICS else 0.0
-    n = unjudged_n + judged_n
+def _scenario_accuracy(f: dict[str, float], main: str, references_win: bool) -> ScenarioAccuracy | None:
+    """The scenario's main metric by reference matching, plus the client's judgements: by default a
+    judgement wins over the references; with HOLISTIC_REFERENCES_WIN (HELM) only predictions without
+    references count by their judgement."""
+    by_refs = main in METRICS
+    refs_part, judged_part = ("ref", "judged_norefs") if references_win else ("unjudged", "judged")
+    ref_n = f.get(f"{refs_part}|n", 0.0) if by_refs else 0.0
+    judged_n, judged_sum = f.get(f"{judged_part}|n", 0.0), f.get(f"{judged_part}|sum", 0.0)
+    n = ref_n + judged_n
     if not n:
         return None
-    s = (f.get(f"unjudged|{main}|sum", 0.0) if unjudged_n else 0.0) + judged_sum
-    ss = _sumsq_of(f, main, judged_sum)
-    binary = main in BINARY or not unjudged_n  # client judgements alone are 0/1
+    s = (f.get(f"{refs_part}|{main}|sum", 0.0) if ref_n else 0.0) + judged_sum
+    ss = f.get(f"{refs_part}|{main}|sum" if main in BINARY else f"{refs_part}|{main}|sumsq", 0.0) if ref_n else 0.0
+    ss += judged_sum
+    binary = main in BINARY or not ref_n  # client judgements alone are 0/1
     return ScenarioAccuracy(
         metric=_mean("accuracy", n, s, ss, binary),
-        source=main if unjudged_n else "client_judged",
+        source=main if ref_n else "client_judged",
         variance=mean_var(n, s, ss)[1],
+        sources={"references": int(ref_n), "client": int(judged_n)},
     )
 
 

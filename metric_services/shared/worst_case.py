@@ -81,7 +81,7 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
             st.incr(f"{scn}|other_kind")
             continue
         metric = main_metric(scn, p.task, settings)
-        score = prediction_score(p, metric)
+        score = prediction_score(p, metric, settings.references_win)
         if score is None:
             st.incr(f"{scn}|unscored:{metric}")
             continue

@@ -85,7 +85,7 @@ def fold_worst_case(
 def worst_case_options(settings: Settings) -> dict[str, str]:
     """The signature options robustness and fairness share."""
     options = {
-        "score": "main-metric|correct",
+        "score": "main-metric|references-first" if settings.references_win else "main-metric|correct",
         "worst": "min(original,variants)",
         "instance_ttl_s": str(settings.instance_ttl_s),
         "instance_cap": str(settings.instance_cap),

@@ -84,7 +84,7 @@ class SummarizationFamily(FamilyBase):
             part.metrics.extend(report.corpus_metrics(bleu, chrf, ref_n))
             report.merge_groups(all_bleu, bleu)
             report.merge_groups(all_chrf, chrf)
-            part.accuracy = report.scenario_accuracy(f, main)
+            part.accuracy = report.scenario_accuracy(f, main, settings.references_win)
             parts[scn] = part
 
         other = int(stats.num("other"))

@@ -5,6 +5,7 @@ Per scenario (fields prefixed "<scenario>|"):
   ref|n, ref|<type>_<p|r|f>|sum/sumsq  ROUGE (rouge.py), max over references
   unjudged|n, unjudged|<type>_f|...  ROUGE F of predictions without the client's `correct`
   judged|n, judged|sum               the client's judgements (they count for accuracy instead)
+  judged_norefs|n, judged_norefs|sum those without references (with HOLISTIC_REFERENCES_WIN only these count)
   src|n, src|<fragment stat>|...     coverage, density, compression against `source`
   sem_ref|…, sem_src|…               cosine of sentence embeddings (count, sum, sum of squares)
   corpus histogram                   BLEU/chrF sufficient statistics, bin "<group>:b<k>" / "<group>:c<k>"
@@ -82,6 +83,9 @@ def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[in
         if row.judged is not None:
             acc.incr("judged|n")
             acc.incr("judged|sum", int(row.judged))
+            if not row.references:
+                acc.incr("judged_norefs|n")
+                acc.incr("judged_norefs|sum", int(row.judged))
     _lexical(rows, accs)
     _corpus(rows, accs)
     _semantic(rows, accs, out, config)

@@ -564,3 +564,45 @@ def test_classification_f1_equals_scikit_learn():
     part = by_name(fold(envelope(preds)).scenarios["raft"].metrics)
     assert part["classification_macro_f1"].value == pytest.approx(f1_score(t, pr, average="macro"), abs=1e-12)
     assert part["classification_micro_f1"].value == pytest.approx(f1_score(t, pr, average="micro"), abs=1e-12)
+
+
+# --- which source wins: the client's `correct` (default) or the references (HELM) --------------
+
+
+def test_references_win_setting_scores_judged_predictions_by_their_references():
+    # m4 "D" (refs ["B"], correct=True) and i5 "positive" (refs ["positive"], correct=False) have both.
+    f = fold(envelope(fixture_predictions()), settings_=settings(references_win=True))
+    acc = {s: by_name(p.metrics)["accuracy"] for s, p in f.scenarios.items()}
+    # mmlu by exact match over the 4 with references: B b C D -> 1/4 (the default gave 1/2).
+    assert acc["mmlu"].value == pytest.approx(1 / 4, abs=1e-12) and acc["mmlu"].count == 4
+    # imdb by quasi-exact match over 5: 1 + 0 + 1 + 1 + 1 -> 4/5 (the default gave 3/5).
+    assert acc["imdb"].value == pytest.approx(4 / 5, abs=1e-12)
+    # news: n2 has no references, so its judgement still counts: 1/1.
+    assert acc["news"].value == 1.0
+    assert f.dimensions[0].score == pytest.approx((1 / 4 + 4 / 5 + 13 / 18 + 1) / 4, abs=1e-12)
+
+
+def test_profile_says_which_source_each_scenario_used():
+    def sources(s):
+        f = fold(envelope(fixture_predictions()), settings_=s)
+        folds = {"accuracy": f}
+        scenarios = profile_mod.merge_scenarios(folds)
+        profile_mod.accuracy_dimension(folds, scenarios)
+        return {
+            sp.scenario: {m.name: m.value for m in sp.metrics if m.name.startswith("accuracy_source_")}
+            for sp in scenarios
+        }
+
+    client_first = {"accuracy_source_references": None, "accuracy_source_client": None}
+    assert sources(settings()) == {
+        "mmlu": {**client_first, "accuracy_source_references": 3, "accuracy_source_client": 1},
+        "imdb": {**client_first, "accuracy_source_references": 4, "accuracy_source_client": 1},
+        "qa": {**client_first, "accuracy_source_references": 3, "accuracy_source_client": 0},
+        "news": {**client_first, "accuracy_source_references": 0, "accuracy_source_client": 1},
+    }
+    assert sources(settings(references_win=True)) == {
+        "mmlu": {"accuracy_source_references": 4, "accuracy_source_client": 0},
+        "imdb": {"accuracy_source_references": 5, "accuracy_source_client": 0},
+        "qa": {"accuracy_source_references": 3, "accuracy_source_client": 0},
+        "news": {"accuracy_source_references": 0, "accuracy_source_client": 1},
+    }

@@ -104,3 +104,14 @@ def test_variants_before_their_original_in_later_batches(gateway, make_worker):
     assert dim.score == pytest.approx(0.4)
     report = next(f for f in profile.families if f.family == "robustness")
     assert {m.name: m.value for m in report.metrics}["typos_worst"] == pytest.approx(0.25)
+
+
+def test_references_win_setting_scores_worst_cases_by_the_references(make_settings):
+    # q1 "Paris" (right by its reference) judged wrong by the client; its typo variant "Paris" too.
+    rows = [original("q1", True, correct=False), variant("q1", "typos", True), original("q2", False, references=[])]
+    rows[2].correct = True  # no references: only the judgement can score it
+    client = fold("robustness", rows, make_settings())
+    helm = fold("robustness", rows, make_settings(references_win=True))
+    # default: q1 min(0, 1) = 0, q2 1 -> 1/2; references first: q1 min(1, 1) = 1, q2 1 -> 1.
+    assert {m.name: m.value for m in client.report.metrics}["robustness"] == pytest.approx(0.5)
+    assert {m.name: m.value for m in helm.report.metrics}["robustness"] == pytest.approx(1.0)

@@ -221,3 +221,17 @@ def test_perturbed_summaries_are_left_out_of_the_run_cell():
     assert (f.report.count, f.report.skipped) == (3, 1)
     assert f.report.skipped_reason == "1 perturbed variants (HELM's run cell is over unperturbed instances)"
     assert by_name(f.report.metrics)["perturbed_predictions"].value == 1
+
+
+def test_references_win_setting_scores_judged_summaries_by_rouge():
+    preds = [
+        news("a", "the cat sat", ["the cat sat"], correct=False),  # rouge_2 1, judged 0
+        news("b", "the dog ran", ["a cat sat"]),  # rouge_2 0
+        news("c", "x", [], correct=True),  # no references: its judgement
+    ]
+    client = fold(preds).scenarios["news"].accuracy
+    helm = fold(preds, settings_=settings(references_win=True)).scenarios["news"].accuracy
+    assert client.metric.value == pytest.approx((0 + 0 + 1) / 3)  # the judgements win
+    assert client.sources == {"references": 1, "client": 2}
+    assert helm.metric.value == pytest.approx((1 + 0 + 1) / 3)  # HELM: a's references win
+    assert helm.sources == {"references": 2, "client": 1}
