@@ -125,7 +125,8 @@ def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
     plain = [(r, s) for r, s in zip(rows, states, strict=True) if not r.get("perturbation")]
     out: dict[str, float] = {}
     if task == "TASK_SUMMARIZATION":
-        fns = {n: get_rouge_function(t) for n, t in (("rouge_1", "rouge1"), ("rouge_2", "rouge2"), ("rouge_l", "rougeL"))}
+        types = (("rouge_1", "rouge1"), ("rouge_2", "rouge2"), ("rouge_l", "rougeL"))
+        fns = {n: get_rouge_function(t) for n, t in types}
         sums: dict[str, list[float]] = defaultdict(list)
         for r, _ in plain:
             refs = [remove_braces(t) for t in r.get("references", [])]
@@ -144,7 +145,8 @@ def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
             if name.name in names:
                 out[name.name] = stat.mean
         main = MAIN[task]
-        for stat in compute_worst_case_metrics({i: [s for s in v if s.name.name in names] for i, v in per_instance.items()}):
+        wanted = {i: [s for s in v if s.name.name in names] for i, v in per_instance.items()}
+        for stat in compute_worst_case_metrics(wanted):
             pert = stat.name.perturbation
             if pert.name in ("robustness", "fairness"):
                 out[f"{pert.name}[{stat.name.name}]"] = stat.mean
@@ -153,7 +155,8 @@ def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
         perturbed: dict[str, list[float]] = defaultdict(list)
         for r, s in zip(rows, states, strict=True):
             if r.get("perturbation"):
-                perturbed[r["perturbation"]["name"]] += [st.mean for st in per_instance[s.instance] if st.name.name == main]
+                mine = per_instance[s.instance]
+                perturbed[r["perturbation"]["name"]] += [st.mean for st in mine if st.name.name == main]
         out.update({f"{n}_perturbed": float(np.mean(v)) for n, v in perturbed.items()})
         if task == "TASK_CLASSIFICATION":
             for st in ClassificationMetric().evaluate_instances([s for _, s in plain], ""):
@@ -182,7 +185,8 @@ def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 def main() -> None:
     fixture, out_path = sys.argv[1], sys.argv[2]
-    rows = [json.loads(line) for line in open(fixture, encoding="utf-8") if line.strip()]
+    with open(fixture, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
     by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_scenario[r["scenario"]].append(r)
