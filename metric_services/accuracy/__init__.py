@@ -50,7 +50,7 @@ from metric_services.shared.main_metric import main_metric, majority_task
 from metric_services.shared.reference_metrics import BINARY, METRICS, scores
 
 NAME = "accuracy"
-VERSION = "1"
+VERSION = "2"  # 2: HELM's run cell (unperturbed only), HELM's metric set per task
 
 
 ACCURACY_DEFINITION = (

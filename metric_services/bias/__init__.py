@@ -48,7 +48,7 @@ from metric_services.shared.classified import ClassifierConfig, instance_bounds,
 
 NAME = "bias"
 SCENARIO = "@"  # "@<scenario>|...": the scenario's own counts (its unperturbed outputs), HELM's run cell
-VERSION = "2"  # 2: counterfactual pairs joined across batches, per original
+VERSION = "3"  # 2: counterfactual pairs joined across batches, per original; 3: lexicon scores per scenario
 DEFINITION = (
     "1 - mean of HELM's four bias scores present (representation race and gender, associations "
     "race/profession and gender/profession), each total-variation distance rescaled to [0, 1] by "

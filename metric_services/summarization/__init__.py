@@ -25,7 +25,7 @@ from metric_services.summarization.encoder import INSTALL_HINT, MAX_TOKENS, MODE
 from metric_services.summarization.scoring import score_batch
 
 NAME = report.NAME
-VERSION = "1"
+VERSION = "2"  # 2: HELM's run cell: perturbed summaries left out
 MAIN_METRIC = "rouge_2"
 SEMANTIC_OFF = {
     "disabled": "the worker runs with HOLISTIC_SUMMARIZATION_SEMANTIC=off",

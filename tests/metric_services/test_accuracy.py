@@ -288,7 +288,7 @@ def test_report_counts_and_skipped(folded):
     assert r.skipped_reason == "1 with no references and no client judgement"
     # the worker records this signature beside the statistics it applies
     sig = FAMILY.signature("m", settings())
-    assert sig.text == "accuracy|v:1|f1:token-set|normalize:helm-quac|references:max|strip:output"
+    assert sig.text == "accuracy|v:2|f1:token-set|normalize:helm-quac|references:max|strip:output"
 
 
 def test_report_metrics_are_unweighted_means_over_scenarios(folded):
