@@ -35,7 +35,6 @@ from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
 from holistic.stats import Folded, Stats
-from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_ACCURACY,
     FamilyReport,
@@ -43,11 +42,12 @@ from holistic.v1.profile_pb2 import (
     Metric,
     MetricSignature,
 )
-from metric_services.shared.classification import BOTH, CLASSIFICATION_METRICS, PRED, TRUE, f1_scores, label_counts
-from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores
-from metric_services.shared.helm_sets import GENERATION_TASKS, task_metrics
+from metric_services.accuracy.sums import Sums
+from metric_services.shared.classification import BOTH, CLASSIFICATION_METRICS, PRED, TRUE, f1_scores
+from metric_services.shared.generation_metrics import GENERATION_METRICS
+from metric_services.shared.helm_sets import task_metrics
 from metric_services.shared.main_metric import main_metric, majority_task
-from metric_services.shared.reference_metrics import BINARY, METRICS, scores
+from metric_services.shared.reference_metrics import BINARY, METRICS
 
 NAME = "accuracy"
 VERSION = "2"  # 2: HELM's run cell (unperturbed only), HELM's metric set per task
@@ -91,13 +91,13 @@ class AccuracyFamily(FamilyBase):
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
         accept_s = envelope.accept_time.seconds
-        groups: dict[tuple[int, str], _Sums] = {}
+        groups: dict[tuple[int, str], Sums] = {}
         for p in envelope.predictions:
             at = p.produced_at
             key = (prediction_minute(at.seconds, at.nanos, accept_s), p.scenario)
             acc = groups.get(key)
             if acc is None:
-                acc = groups[key] = _Sums()
+                acc = groups[key] = Sums()
             acc.add(p)
         out: dict[int, Stats] = defaultdict(Stats)
         for (minute, scn), acc in groups.items():
@@ -152,118 +152,6 @@ class AccuracyFamily(FamilyBase):
         if settings.main_metrics:
             options["main_overrides"] = ",".join(f"{k}={v}" for k, v in sorted(settings.main_metrics.items()))
         return make_signature(NAME, VERSION, options)
-
-
-class _Sums:
-    """One (minute, scenario)'s sums, added up locally before they become Stats fields."""
-
-    __slots__ = (
-        "cls",
-        "gen",
-        "gen_n",
-        "judged_n",
-        "judged_norefs_n",
-        "judged_norefs_sum",
-        "judged_sum",
-        "n",
-        "perturbed",
-        "ref",
-        "ref_n",
-        "tasks",
-        "unjudged",
-        "unjudged_n",
-        "unscored",
-    )
-
-    def __init__(self) -> None:
-        self.n = self.ref_n = self.unjudged_n = self.judged_n = self.judged_sum = self.unscored = 0
-        self.perturbed = self.gen_n = self.judged_norefs_n = self.judged_norefs_sum = 0
-        self.tasks: dict[int, int] = {}
-        self.ref = [0.0] * 6  # the five METRICS, then f1 squared
-        self.unjudged = [0.0] * 6
-        self.gen = [0.0] * 6  # the three GENERATION_METRICS' sums, then their squares
-        self.cls: dict[str, dict[str, int]] = {TRUE: {}, PRED: {}, BOTH: {}}
-
-    def add(self, p: pb.Prediction) -> None:
-        self.n += 1
-        self.tasks[p.task] = self.tasks.get(p.task, 0) + 1
-        if p.HasField("perturbation"):
-            self.perturbed += 1  # HELM's run cell: perturbation=None only
-            return
-        refs = p.references
-        judged = p.HasField("correct")
-        if refs:
-            values = scores(list(refs), p.output)
-            self.ref_n += 1
-            ref = self.ref
-            for i, v in enumerate(values):
-                ref[i] += v
-            ref[5] += values[4] * values[4]
-            if not judged:
-                self.unjudged_n += 1
-                unj = self.unjudged
-                for i, v in enumerate(values):
-                    unj[i] += v
-                unj[5] += values[4] * values[4]
-            if p.task in GENERATION_TASKS:
-                self._generation(list(refs), p.output)
-            elif p.task == pb.TASK_CLASSIFICATION:
-                self._classification(list(refs), p.output)
-        if judged:
-            self.judged_n += 1
-            self.judged_sum += 1 if p.correct else 0
-            if not refs:
-                self.judged_norefs_n += 1
-                self.judged_norefs_sum += 1 if p.correct else 0
-        elif not refs:
-            self.unscored += 1
-
-    def _generation(self, refs: list[str], output: str) -> None:
-        self.gen_n += 1
-        for i, v in enumerate(generation_scores(refs, output)):
-            self.gen[i] += v
-            self.gen[3 + i] += v * v
-
-    def _classification(self, refs: list[str], output: str) -> None:
-        true, pred = label_counts(refs, output)
-        for c in true:
-            self.cls[TRUE][c] = self.cls[TRUE].get(c, 0) + 1
-        if pred is not None:
-            self.cls[PRED][pred] = self.cls[PRED].get(pred, 0) + 1
-            if pred in true:
-                self.cls[BOTH][pred] = self.cls[BOTH].get(pred, 0) + 1
-
-    def emit(self, st: Stats, scn: str) -> None:
-        st.incr(f"{scn}|n", self.n)
-        for task, count in self.tasks.items():
-            st.incr(f"{scn}|task:{task}", count)
-        for part, n, sums in (("ref", self.ref_n, self.ref), ("unjudged", self.unjudged_n, self.unjudged)):
-            if n:
-                st.incr(f"{scn}|{part}|n", n)
-                for metric, value in zip(METRICS, sums, strict=False):
-                    if metric in BINARY:  # counts of 0/1 outcomes: exact integers, and cheaper in Redis
-                        st.incr(f"{scn}|{part}|{metric}|sum", round(value))
-                    else:
-                        st.add(f"{scn}|{part}|{metric}|sum", value)
-                st.add(f"{scn}|{part}|f1_score|sumsq", sums[5])
-        if self.gen_n:
-            st.incr(f"{scn}|gen|n", self.gen_n)
-            for i, metric in enumerate(GENERATION_METRICS):
-                st.add(f"{scn}|gen|{metric}|sum", self.gen[i])
-                st.add(f"{scn}|gen|{metric}|sumsq", self.gen[3 + i])
-        for kind, counts in self.cls.items():
-            for c, k in counts.items():
-                st.bump(f"{scn}|{kind}", c, k)
-        if self.judged_n:
-            st.incr(f"{scn}|judged|n", self.judged_n)
-            st.incr(f"{scn}|judged|sum", self.judged_sum)
-        if self.judged_norefs_n:
-            st.incr(f"{scn}|judged_norefs|n", self.judged_norefs_n)
-            st.incr(f"{scn}|judged_norefs|sum", self.judged_norefs_sum)
-        if self.unscored:
-            st.incr(f"{scn}|unscored", self.unscored)
-        if self.perturbed:
-            st.incr(f"{scn}|perturbed", self.perturbed)
 
 
 def _scenario_metrics(f: dict[str, float], shown: tuple[str, ...]) -> list[tuple[str, Metric]]:
