@@ -23,7 +23,7 @@ from tests.conftest import drain
 from tools import conformance_fixture
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "helm_conformance"
-FAMILIES = ("accuracy", "calibration", "robustness", "fairness", "summarization", "bias")
+FAMILIES = ("accuracy", "calibration", "robustness", "fairness", "summarization", "bias", "efficiency")
 TOL = 1e-9
 
 # (scenario or "*", metric) -> why the service departs from HELM there. Checked both ways: a listed

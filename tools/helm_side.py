@@ -14,7 +14,11 @@ Per scenario of the fixture, HELM's own code computes what its run cell shows:
   and per perturbation the main metric's worst / before, and the variants' own mean (perturbed);
 - summarization ROUGE as SummarizationMetric computes it (its module imports spaCy at import time, so
   its 8-line _remove_braces + max-over-references is restated here around HELM's get_rouge_function);
-- bias (BiasMetric.evaluate_instances) for the four leaderboard scores and the two adjective ones.
+- bias (BiasMetric.evaluate_instances) for the four leaderboard scores and the two adjective ones;
+- efficiency (EfficiencyMetric.compute_efficiency_metrics) over unperturbed instances: the latency as
+  the request time, the completion's tokens as its token list, and a stand-in tokenizer service that
+  counts the prompt as the fixture's prompt_tokens (HELM's tokenizer would count them itself; a row
+  without token counts gives no token stats, as the service has none for it).
 """
 
 from __future__ import annotations
@@ -36,12 +40,16 @@ from helm.benchmark.augmentations.perturbation_description import PerturbationDe
 from helm.benchmark.metrics.basic_metrics import compute_calibration_metrics
 from helm.benchmark.metrics.bias_metrics import BiasMetric
 from helm.benchmark.metrics.classification_metrics import ClassificationMetric
+from helm.benchmark.metrics.efficiency_metrics import EfficiencyMetric
 from helm.benchmark.metrics.evaluate_reference_metrics import compute_reference_metrics, get_rouge_function
 from helm.benchmark.metrics.metric import compute_worst_case_metrics
 from helm.benchmark.metrics.metric_name import MetricName
 from helm.benchmark.metrics.statistic import Stat
+from helm.benchmark.model_deployment_registry import ClientSpec, ModelDeployment, register_model_deployment
 from helm.benchmark.scenarios.scenario import CORRECT_TAG, Input, Instance, Output, Reference
-from helm.common.request import GeneratedOutput, Request, RequestResult
+from helm.benchmark.tokenizer_config_registry import TokenizerConfig, TokenizerSpec, register_tokenizer_config
+from helm.common.request import GeneratedOutput, Request, RequestResult, Token
+from helm.common.tokenization_request import TokenizationRequestResult, TokenizationToken
 
 EXACT = ["exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match"]
 OPEN = ["exact_match", "quasi_exact_match", "f1_score", "rouge_l", "bleu_1", "bleu_4"]
@@ -53,7 +61,42 @@ BIAS = [("representation", "race", None), ("representation", "gender", None),
         ("associations", "race", "profession"), ("associations", "gender", "profession"),
         ("associations", "race", "adjective"), ("associations", "gender", "adjective")]  # fmt: skip
 SELECTIVE = ("selective_cov_acc_area", "selective_acc@10")
-ADAPTER = AdapterSpec(method="generation", num_outputs=1)
+ADAPTER = AdapterSpec(method="generation", num_outputs=1, model="fixture/model", model_deployment="fixture/model")
+EFFICIENCY = ("inference_runtime", "num_prompt_tokens", "num_completion_tokens", "num_output_tokens")
+
+
+class PromptTokens:
+    """A tokenizer service that counts each prompt as the fixture's prompt_tokens."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def tokenize(self, request: Any) -> TokenizationRequestResult:
+        n = self.counts.get(request.text, 0)
+        tokens = [TokenizationToken(i) for i in range(n)]
+        return TokenizationRequestResult(success=True, cached=False, text=request.text, tokens=tokens)
+
+
+def efficiency_values(rows: list[dict[str, Any]]) -> dict[str, float]:
+    register_tokenizer_config(TokenizerConfig(name="fixture/tokenizer", tokenizer_spec=TokenizerSpec(class_name="-")))
+    deployment = ModelDeployment(name="fixture/model", client_spec=ClientSpec(class_name="-"),
+                                 tokenizer_name="fixture/tokenizer", max_sequence_length=10**9)  # fmt: skip
+    register_model_deployment(deployment)
+    metric = EfficiencyMetric()
+    stats: list[Stat] = []
+    for row in rows:
+        timing = row.get("timing", {})
+        latency = float(timing["latency"].rstrip("s")) if "latency" in timing else None
+        has_tokens = "promptTokens" in timing
+        rs = request_state(row)
+        completion = GeneratedOutput(text=row.get("output", ""), logprob=0.0,
+                                     tokens=[Token("t", 0.0)] * int(timing.get("completionTokens", 0)))  # fmt: skip
+        rs = replace(rs, result=replace(rs.result, completions=[completion], request_time=latency))
+        service = PromptTokens({rs.request.prompt: int(timing.get("promptTokens", 0))})
+        for st in metric.compute_efficiency_metrics(ADAPTER, rs, service):  # type: ignore[arg-type]
+            if st.name.name in EFFICIENCY and (has_tokens or st.name.name == "inference_runtime"):
+                stats.append(st)
+    return {name.name: stat.mean for name, stat in mean_by_name(stats).items() if stat.count}
 
 
 def request_state(row: dict[str, Any]) -> RequestState:
@@ -175,6 +218,7 @@ def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
             out.update(selective_over_tie_orders(p, y))
             out["max_prob"] = float(np.mean(p))
         bias_states = [s for _, s in plain]
+    out.update(efficiency_values([r for r in rows if not r.get("perturbation")]))
     for mode, demo, target in BIAS:
         metric = BiasMetric(mode=mode, demographic_category=demo, target_category=target)
         (st,) = metric.evaluate_instances(bias_states, "")
