@@ -30,7 +30,8 @@ from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.summarization import FAMILY, SummarizationFamily, rouge
+from metric_services.shared import rouge
+from metric_services.summarization import FAMILY, SummarizationFamily
 from metric_services.summarization.encoder import encoder_for
 
 BATCH = 500

@@ -72,6 +72,9 @@ class ScenarioAccuracy:
     metric: Metric  # named "accuracy", with its count and interval
     source: str  # the metric it was computed from ("exact_match", "rouge_2", "client_judged", ...)
     variance: float  # of the mean, for the interval of the mean over scenarios
+    # How many predictions were scored by each source ("references", "client"): the profile shows
+    # the chosen candidate's as accuracy_source_<source> in the scenario's metrics.
+    sources: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -235,6 +235,9 @@ def accuracy_dimension(
         acc = _chosen_accuracy(folds, sp.scenario, sp.main_metric)
         if acc is not None:
             sp.metrics.append(acc.metric)
+            for source, count in sorted(acc.sources.items()):
+                sp.metrics.append(pp.Metric(name=f"accuracy_source_{source}", family=acc.metric.family,
+                                            value=count, count=count))  # fmt: skip
             chosen.append((sp, acc))
     if not chosen:
         providers = main_metric_providers(_declared(deployed))

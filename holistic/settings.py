@@ -108,6 +108,11 @@ class Settings(BaseSettings):
     main_metrics: dict[str, str] = Field(
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )
+    references_win: bool = Field(
+        default=False,
+        description="A prediction with references and `correct`: score the main metric and the calibration "
+        "label from the references (HELM) instead of the client's judgement.",
+    )
 
     # --- Observability ---------------------------------------------------------------------
     metrics_address: str = Field(

@@ -1,12 +1,19 @@
 """Accuracy family: HELM's reference metrics per scenario, and the scenario's main metric.
 
-Per prediction with references: exact_match, quasi_exact_match, prefix_exact_match,
-quasi_prefix_exact_match and f1_score, each the max over references (reference_metrics.py).
+Per unperturbed prediction with references: exact_match, quasi_exact_match, prefix_exact_match,
+quasi_prefix_exact_match and f1_score, each the max over references (reference_metrics.py); for open
+QA and free generation also rouge_l, bleu_1 and bleu_4 (generation_metrics.py); for classification
+the per-class counts of classification_macro_f1 / classification_micro_f1 (classification.py).
+A scenario shows, and the family report averages, only the metrics HELM's run specs define for its
+task (shared/helm_sets.py), so a model-level mean is over the scenarios that define it.
+
+HELM's run cell is computed over unperturbed instances only (perturbation=None): a perturbed
+variant is counted (`perturbed`) and left out here; the robustness and fairness families score it.
 A prediction with `correct` set counts with the client's judgement for the scenario's accuracy.
-The scenario's main metric follows its task, HELM's choice per scenario type, unless
-HOLISTIC_MAIN_METRICS overrides it; it is chosen when the profile is folded, so an override
-re-scores history. The accuracy axis is the unweighted mean over scenarios of their accuracy,
-as HELM's group cells are means of run means.
+The scenario's main metric follows its
+task, HELM's choice per scenario type, unless HOLISTIC_MAIN_METRICS overrides it; it is chosen when
+the profile is folded, so an override re-scores history. The accuracy axis is the unweighted mean
+over scenarios of their accuracy, as HELM's group cells are means of run means.
 """
 
 from __future__ import annotations
@@ -22,24 +29,27 @@ from holistic.families import (
     ScenarioPart,
     prediction_minute,
 )
-from holistic.intervals import mean_var
-from holistic.metric_values import macro_mean, mean, proportion
+from holistic.intervals import Moments, mean_var
+from holistic.metric_values import macro_mean, mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
 from holistic.stats import Folded, Stats
-from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_ACCURACY,
     FamilyReport,
     Metric,
     MetricSignature,
 )
+from metric_services.accuracy.sums import Sums
+from metric_services.shared.classification import BOTH, CLASSIFICATION_METRICS, PRED, TRUE, f1_scores
+from metric_services.shared.generation_metrics import GENERATION_METRICS
+from metric_services.shared.helm_sets import task_metrics
 from metric_services.shared.main_metric import main_metric, majority_task
-from metric_services.shared.reference_metrics import BINARY, METRICS, scores
+from metric_services.shared.reference_metrics import BINARY, METRICS
 
 NAME = "accuracy"
-VERSION = "1"
+VERSION = "2"  # 2: HELM's run cell (unperturbed only), HELM's metric set per task
 
 
 ACCURACY_DEFINITION = (
@@ -67,6 +77,11 @@ class AccuracyFamily(FamilyBase):
             "Normalized output starts with a normalized reference.",
         ),
         MetricMetadata("f1_score", "F1", "Token-set F1 against the best reference (HELM's)."),
+        MetricMetadata("rouge_l", "ROUGE-L", "rouge-score's ROUGE-L F (stemmed), best reference (open-ended tasks)."),
+        MetricMetadata("bleu_1", "BLEU-1", "nltk sentence BLEU, unigram precision times brevity penalty."),
+        MetricMetadata("bleu_4", "BLEU-4", "nltk sentence BLEU with weights (0,0,0,1): 4-gram precision only."),
+        MetricMetadata("classification_macro_f1", "Macro-F1", "Mean over classes of each class's F1 (HELM)."),
+        MetricMetadata("classification_micro_f1", "Micro-F1", "F1 of all classes' pooled counts (HELM)."),
         MetricMetadata(
             "client_judged_correct", "Client-judged correct", "Share of predictions the client marked correct."
         ),
@@ -75,13 +90,13 @@ class AccuracyFamily(FamilyBase):
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
         accept_s = envelope.accept_time.seconds
-        groups: dict[tuple[int, str], _Sums] = {}
+        groups: dict[tuple[int, str], Sums] = {}
         for p in envelope.predictions:
             at = p.produced_at
             key = (prediction_minute(at.seconds, at.nanos, accept_s), p.scenario)
             acc = groups.get(key)
             if acc is None:
-                acc = groups[key] = _Sums()
+                acc = groups[key] = Sums()
             acc.add(p)
         out: dict[int, Stats] = defaultdict(Stats)
         for (minute, scn), acc in groups.items():
@@ -91,37 +106,44 @@ class AccuracyFamily(FamilyBase):
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         scenarios = sorted({k.split("|", 1)[0] for k in stats if k.endswith("|n") and k.count("|") == 1})
         parts: dict[str, ScenarioPart] = {}
-        per_metric: dict[str, list[tuple[float, float, float, bool]]] = defaultdict(list)
-        total = unscored = 0
+        per_metric: dict[str, list[Moments]] = defaultdict(list)
+        total = unscored = perturbed = 0
         for scn in scenarios:
             f = stats.with_prefix(scn + "|")
             n = int(f.get("n", 0))
             total += n
             unscored += int(f.get("unscored", 0))
+            perturbed += int(f.get("perturbed", 0))
             task = majority_task(f)
             main = main_metric(scn, task, settings)
             part = ScenarioPart(count=n, task=task, main_metric=main)
-            ref_n = f.get("ref|n", 0.0)
-            for metric in METRICS:
-                if ref_n:
-                    s = f.get(f"ref|{metric}|sum", 0.0)
-                    ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
-                    part.metrics.append(_mean(metric, ref_n, s, ss, metric in BINARY))
-                    per_metric[metric].append((*mean_var(ref_n, s, ss), ref_n, metric in BINARY))
+            shown = task_metrics(task)
+            if main in METRICS and main not in shown:
+                shown = (*shown, main)
+            for metric, value in _scenario_metrics(f, shown):
+                part.metrics.append(value)
+                per_metric[metric].append(_part_moments(f, metric, value))
             judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
             if judged_n:
                 part.metrics.append(proportion("client_judged_correct", NAME, judged_sum, judged_n))
-            part.accuracy = _scenario_accuracy(f, main, judged_n, judged_sum)
+            if f.get("perturbed"):
+                part.metrics.append(plain("perturbed_predictions", NAME, f["perturbed"], f["perturbed"]))
+            part.accuracy = _scenario_accuracy(f, main, settings.references_win)
             parts[scn] = part
 
-        report = FamilyReport(
-            family=NAME,
-            count=total,
-            skipped=unscored,
-            skipped_reason="no references and no client judgement" if unscored else "",
-        )
+        reasons = []
+        if unscored:
+            reasons.append(f"{unscored} with no references and no client judgement")
+        if perturbed:
+            reasons.append(
+                f"{perturbed} perturbed variants (HELM's run cell is over unperturbed instances; "
+                "the robustness and fairness worst cases score them)"
+            )
+        report = FamilyReport(family=NAME, count=total, skipped=unscored + perturbed, skipped_reason="; ".join(reasons))
         for metric, mv in per_metric.items():
             report.metrics.append(macro_mean(metric, NAME, mv))
+        if perturbed:
+            report.metrics.append(plain("perturbed_predictions", NAME, perturbed, perturbed))
         return FamilyFold(report=report, scenarios=parts)
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
@@ -131,59 +153,44 @@ class AccuracyFamily(FamilyBase):
         return make_signature(NAME, VERSION, options)
 
 
-class _Sums:
-    """One (minute, scenario)'s sums, added up locally before they become Stats fields."""
+def _scenario_metrics(f: dict[str, float], shown: tuple[str, ...]) -> list[tuple[str, Metric]]:
+    """The scenario's value of each metric its task defines, where it has data for it."""
+    out: list[tuple[str, Metric]] = []
+    ref_n, gen_n = f.get("ref|n", 0.0), f.get("gen|n", 0.0)
+    f1s = None
+    if any(m in CLASSIFICATION_METRICS for m in shown):
+        counts: dict[str, dict[str, float]] = {TRUE: {}, PRED: {}, BOTH: {}}
+        for key, v in f.items():
+            kind, sep, c = key.partition("|")
+            if sep and kind in counts:
+                counts[kind][c] = v
+        f1s = f1_scores(counts)
+    for metric in shown:
+        if metric in METRICS and ref_n:
+            s = f.get(f"ref|{metric}|sum", 0.0)
+            ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
+            out.append((metric, _mean(metric, ref_n, s, ss, metric in BINARY)))
+        elif metric in GENERATION_METRICS and gen_n:
+            s, ss = f.get(f"gen|{metric}|sum", 0.0), f.get(f"gen|{metric}|sumsq", 0.0)
+            out.append((metric, _mean(metric, gen_n, s, ss, False)))
+        elif metric in CLASSIFICATION_METRICS and f1s is not None:
+            value = f1s[CLASSIFICATION_METRICS.index(metric)]
+            out.append((metric, plain(metric, NAME, value, ref_n)))
+    return out
 
-    __slots__ = ("judged_n", "judged_sum", "n", "ref", "ref_n", "tasks", "unjudged", "unjudged_n", "unscored")
 
-    def __init__(self) -> None:
-        self.n = self.ref_n = self.unjudged_n = self.judged_n = self.judged_sum = self.unscored = 0
-        self.tasks: dict[int, int] = {}
-        self.ref = [0.0] * 6  # the five METRICS, then f1 squared
-        self.unjudged = [0.0] * 6
-
-    def add(self, p: pb.Prediction) -> None:
-        self.n += 1
-        self.tasks[p.task] = self.tasks.get(p.task, 0) + 1
-        refs = p.references
-        judged = p.HasField("correct")
-        if refs:
-            values = scores(list(refs), p.output)
-            self.ref_n += 1
-            ref = self.ref
-            for i, v in enumerate(values):
-                ref[i] += v
-            ref[5] += values[4] * values[4]
-            if not judged:
-                self.unjudged_n += 1
-                unj = self.unjudged
-                for i, v in enumerate(values):
-                    unj[i] += v
-                unj[5] += values[4] * values[4]
-        if judged:
-            self.judged_n += 1
-            self.judged_sum += 1 if p.correct else 0
-        elif not refs:
-            self.unscored += 1
-
-    def emit(self, st: Stats, scn: str) -> None:
-        st.incr(f"{scn}|n", self.n)
-        for task, count in self.tasks.items():
-            st.incr(f"{scn}|task:{task}", count)
-        for part, n, sums in (("ref", self.ref_n, self.ref), ("unjudged", self.unjudged_n, self.unjudged)):
-            if n:
-                st.incr(f"{scn}|{part}|n", n)
-                for metric, value in zip(METRICS, sums, strict=False):
-                    if metric in BINARY:  # counts of 0/1 outcomes: exact integers, and cheaper in Redis
-                        st.incr(f"{scn}|{part}|{metric}|sum", round(value))
-                    else:
-                        st.add(f"{scn}|{part}|{metric}|sum", value)
-                st.add(f"{scn}|{part}|f1_score|sumsq", sums[5])
-        if self.judged_n:
-            st.incr(f"{scn}|judged|n", self.judged_n)
-            st.incr(f"{scn}|judged|sum", self.judged_sum)
-        if self.unscored:
-            st.incr(f"{scn}|unscored", self.unscored)
+def _part_moments(f: dict[str, float], metric: str, m: Metric) -> Moments:
+    """(value, variance of the mean, predictions, a proportion) of one scenario's metric, for the
+    interval of the mean over scenarios."""
+    if metric in METRICS:
+        n = f["ref|n"]
+        s = f.get(f"ref|{metric}|sum", 0.0)
+        ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
+        return (*mean_var(n, s, ss), n, metric in BINARY)
+    if metric in GENERATION_METRICS:
+        n, s, ss = f["gen|n"], f.get(f"gen|{metric}|sum", 0.0), f.get(f"gen|{metric}|sumsq", 0.0)
+        return (*mean_var(n, s, ss), n, False)
+    return m.value, float("inf"), m.count, False  # a corpus-level F1: no per-instance variance
 
 
 def _mean(metric: str, n: float, s: float, ss: float, binary: bool) -> Metric:
@@ -192,24 +199,26 @@ def _mean(metric: str, n: float, s: float, ss: float, binary: bool) -> Metric:
     return mean(metric, NAME, n, s, ss, clip=(0.0, 1.0))
 
 
-def _sumsq_of(f: dict[str, float], main: str, judged_sum: float) -> float:
-    ss = f.get(f"unjudged|{main}|sum", 0.0) if main in BINARY else f.get(f"unjudged|{main}|sumsq", 0.0)
-    return ss + judged_sum
-
-
-def _scenario_accuracy(f: dict[str, float], main: str, judged_n: float, judged_sum: float) -> ScenarioAccuracy | None:
-    """The scenario's main metric over unjudged predictions, plus the client's judgements."""
-    unjudged_n = f.get("unjudged|n", 0.0) if main in METRICS else 0.0
-    n = unjudged_n + judged_n
+def _scenario_accuracy(f: dict[str, float], main: str, references_win: bool) -> ScenarioAccuracy | None:
+    """The scenario's main metric by reference matching, plus the client's judgements: by default a
+    judgement wins over the references; with HOLISTIC_REFERENCES_WIN (HELM) only predictions without
+    references count by their judgement."""
+    by_refs = main in METRICS
+    refs_part, judged_part = ("ref", "judged_norefs") if references_win else ("unjudged", "judged")
+    ref_n = f.get(f"{refs_part}|n", 0.0) if by_refs else 0.0
+    judged_n, judged_sum = f.get(f"{judged_part}|n", 0.0), f.get(f"{judged_part}|sum", 0.0)
+    n = ref_n + judged_n
     if not n:
         return None
-    s = (f.get(f"unjudged|{main}|sum", 0.0) if unjudged_n else 0.0) + judged_sum
-    ss = _sumsq_of(f, main, judged_sum)
-    binary = main in BINARY or not unjudged_n  # client judgements alone are 0/1
+    s = (f.get(f"{refs_part}|{main}|sum", 0.0) if ref_n else 0.0) + judged_sum
+    ss = f.get(f"{refs_part}|{main}|sum" if main in BINARY else f"{refs_part}|{main}|sumsq", 0.0) if ref_n else 0.0
+    ss += judged_sum
+    binary = main in BINARY or not ref_n  # client judgements alone are 0/1
     return ScenarioAccuracy(
         metric=_mean("accuracy", n, s, ss, binary),
-        source=main if unjudged_n else "client_judged",
+        source=main if ref_n else "client_judged",
         variance=mean_var(n, s, ss)[1],
+        sources={"references": int(ref_n), "client": int(judged_n)},
     )
 
 

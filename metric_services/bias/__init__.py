@@ -24,7 +24,7 @@ metrics, not in the axis.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
@@ -32,7 +32,7 @@ from pydantic_settings import SettingsConfigDict
 
 from holistic.classifiers.model_dir import file_sha256
 from holistic.classifiers.runtime import classifier_for, model_for
-from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, Partial, prediction_minute
+from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, Partial, ScenarioPart, prediction_minute
 from holistic.instances import Row
 from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
@@ -47,7 +47,8 @@ from metric_services.bias.counterfactual import counterfactual_row, takes_part
 from metric_services.shared.classified import ClassifierConfig, instance_bounds, score_outputs
 
 NAME = "bias"
-VERSION = "2"  # 2: counterfactual pairs joined across batches, per original
+SCENARIO = "@"  # "@<scenario>|...": the scenario's own counts (its unperturbed outputs), HELM's run cell
+VERSION = "3"  # 2: counterfactual pairs joined across batches, per original; 3: lexicon scores per scenario
 DEFINITION = (
     "1 - mean of HELM's four bias scores present (representation race and gender, associations "
     "race/profession and gender/profession), each total-variation distance rescaled to [0, 1] by "
@@ -142,18 +143,21 @@ class BiasFamily(FamilyBase):
             if not p.output.strip():
                 st.incr("empty")
                 continue
-            st.incr("texts")
             groups, targets = bl.text_counts(p.output, lex)
-            for demo, counts in groups.items():
-                if not counts:
-                    continue
-                st.incr(f"with|{demo}")
-                for g, k in counts.items():
-                    st.incr(f"repr|{demo}|{g}", k)
-                for cat, tcounts in targets.items():
-                    for t, nt in tcounts.items():
-                        for g, ng in counts.items():
-                            st.incr(f"assoc|{demo}|{cat}|{t}|{g}", nt * ng)
+            # the model-level corpus (every output), and HELM's run cell (the scenario's unperturbed ones)
+            prefixes = ("",) if p.HasField("perturbation") else ("", f"{SCENARIO}{p.scenario}|")
+            for prefix in prefixes:
+                st.incr(f"{prefix}texts")
+                for demo, counts in groups.items():
+                    if not counts:
+                        continue
+                    st.incr(f"{prefix}with|{demo}")
+                    for g, k in counts.items():
+                        st.incr(f"{prefix}repr|{demo}|{g}", k)
+                    for cat, tcounts in targets.items():
+                        for t, nt in tcounts.items():
+                            for g, ng in counts.items():
+                                st.incr(f"{prefix}assoc|{demo}|{cat}|{t}|{g}", nt * ng)
         rows = self._classified(preds, minutes, out, settings)
         return Partial(dict(out), CF_SPEC, rows)
 
@@ -192,15 +196,8 @@ class BiasFamily(FamilyBase):
             report.skipped = int(stats.num("empty"))
             report.skipped_reason = "empty output"
         dim = Dimension(kind=DIMENSION_KIND_BIAS, definition=DEFINITION)
-        scores: dict[tuple[str, str, str | None], tuple[float | None, float]] = {}
-        for mode, demo, target in bl.ALL_SCORES:
-            if mode == "representation":
-                counts = stats.with_prefix(f"repr|{demo}|")
-                value, count = bl.representation(counts, lex, demo), sum(counts.values())
-            else:
-                pair_counts = {tuple(k.split("|")): v for k, v in stats.with_prefix(f"assoc|{demo}|{target}|").items()}
-                value, count = bl.associations(pair_counts, lex, demo)  # type: ignore[arg-type]
-            scores[(mode, demo, target)] = (value, count)
+        scores = _lexicon_scores(stats.with_prefix, lex)
+        for (mode, demo, target), (value, count) in scores.items():
             if value is not None:
                 report.metrics.append(
                     plain(bl.score_name(mode, demo, target), NAME, value, count, lower_is_better=True)
@@ -226,7 +223,7 @@ class BiasFamily(FamilyBase):
         else:
             dim.score = 1.0 - sum(rescaled) / len(rescaled)
             dim.count = int(texts)
-        return FamilyFold(report=report, dimensions=[dim])
+        return FamilyFold(report=report, dimensions=[dim], scenarios=_scenario_parts(stats, lex))
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         model_dir = model_for(self.config)
@@ -239,6 +236,45 @@ class BiasFamily(FamilyBase):
             "counterfactual": "(scenario,original_id) across batches; mean over originals of mean over variants",
         }
         return make_signature(NAME, VERSION, options, model_dir.sha256)
+
+
+Scores = dict[tuple[str, str, str | None], tuple[float | None, float]]
+
+
+def _lexicon_scores(with_prefix: Callable[[str], dict[str, float]], lex: bl.Lexicon) -> Scores:
+    """Every lexicon score (None when no group word appears) and how many counts made it."""
+    scores: Scores = {}
+    for mode, demo, target in bl.ALL_SCORES:
+        if mode == "representation":
+            counts = with_prefix(f"repr|{demo}|")
+            value, count = bl.representation(counts, lex, demo), sum(counts.values())
+        else:
+            pair_counts = {tuple(k.split("|")): v for k, v in with_prefix(f"assoc|{demo}|{target}|").items()}
+            value, count = bl.associations(pair_counts, lex, demo)  # type: ignore[arg-type]
+        scores[(mode, demo, target)] = (value, count)
+    return scores
+
+
+def _scenario_parts(stats: Folded, lex: bl.Lexicon) -> dict[str, ScenarioPart]:
+    """HELM's run cells: each scenario's lexicon scores over its unperturbed non-empty outputs."""
+    per: dict[str, dict[str, float]] = defaultdict(dict)
+    for key, v in stats.items():
+        if key.startswith(SCENARIO):
+            scn, _, rest = key[len(SCENARIO) :].partition("|")
+            per[scn][rest] = v
+    parts: dict[str, ScenarioPart] = {}
+    for scn, f in sorted(per.items()):
+        part = ScenarioPart(count=int(f.get("texts", 0)))
+        scores = _lexicon_scores(lambda p, f=f: _under(f, p), lex)
+        for (mode, demo, target), (value, count) in scores.items():
+            if value is not None:
+                part.metrics.append(plain(bl.score_name(mode, demo, target), NAME, value, count, lower_is_better=True))
+        parts[scn] = part
+    return parts
+
+
+def _under(f: dict[str, float], prefix: str) -> dict[str, float]:
+    return {k[len(prefix) :]: v for k, v in f.items() if k.startswith(prefix)}
 
 
 def _group_metrics(stats: Folded) -> list[Metric]:

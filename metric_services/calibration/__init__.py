@@ -73,8 +73,9 @@ def confidence_of(p: pb.Prediction) -> float | None:
     return max(cp.probability for cp in p.choice_probabilities) + 0.0
 
 
-def label_of(p: pb.Prediction) -> int | None:
-    if p.HasField("correct"):
+def label_of(p: pb.Prediction, references_win: bool = False) -> int | None:
+    """y: the client's `correct`, else HELM's exact_match; references first with HOLISTIC_REFERENCES_WIN."""
+    if p.HasField("correct") and not (references_win and p.references):
         return 1 if p.correct else 0
     if not p.references:
         return None
@@ -85,10 +86,11 @@ def cell_of(p: float) -> int:
     return math.ceil(p * GRID)
 
 
-def _skip_reason(p: pb.Prediction) -> str | None:
+def _skip_reason(p: pb.Prediction, references_win: bool) -> str | None:
     if p.HasField("perturbation"):
         return "perturbed"
-    if p.task == pb.TASK_SUMMARIZATION and not p.HasField("correct"):
+    judged = p.HasField("correct") and not (references_win and p.references)
+    if p.task == pb.TASK_SUMMARIZATION and not judged:
         return "summarization"
     return None
 
@@ -130,11 +132,11 @@ class CalibrationFamily(FamilyBase):
             st = out[prediction_minute(at.seconds, at.nanos, accept_s)]
             scn = p.scenario
             st.incr(f"{scn}|rows")
-            reason = _skip_reason(p)
+            reason = _skip_reason(p, settings.references_win)
             conf = label = None
             if reason is None:
                 conf = confidence_of(p)
-                label = label_of(p) if conf is not None else None
+                label = label_of(p, settings.references_win) if conf is not None else None
                 reason = "no_confidence" if conf is None else "no_label" if label is None else None
             if reason is not None:
                 st.incr(f"{scn}|skip:{reason}")
@@ -199,7 +201,7 @@ class CalibrationFamily(FamilyBase):
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         options = {
             "ece": "equal-mass-10,top-label,plugin",
-            "label": "correct|exact_match",
+            "label": "exact_match|correct" if settings.references_win else "correct|exact_match",
             "exact_cap": str(EXACT_CAP),
             "grid": str(GRID),
             "ties": "expected-over-orders",

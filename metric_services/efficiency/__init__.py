@@ -34,6 +34,7 @@ from holistic.v1.profile_pb2 import (
     Metric,
     MetricSignature,
 )
+from metric_services.efficiency import helm_cell
 
 NAME = "efficiency"
 VERSION = "1"
@@ -46,7 +47,9 @@ SKETCHES = {"lat": "latency", "ttft": "time_to_first_token"}
 class _Minute:
     """One minute's values of a batch, binned and summed locally before they become Stats fields."""
 
-    __slots__ = ("completion", "gen_s", "gen_tokens", "lat", "n", "prompt", "t_max", "t_min", "ttft", "untimed")
+    __slots__ = (
+        "completion", "gen_s", "gen_tokens", "helm", "lat", "n", "prompt", "t_max", "t_min", "ttft", "untimed",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.n = self.untimed = 0
@@ -56,6 +59,7 @@ class _Minute:
         self.prompt: list[float] = []
         self.completion: list[float] = []
         self.gen_tokens = self.gen_s = 0.0
+        self.helm: helm_cell.Cells = {}
 
     def add(self, p: object, produced: float) -> None:
         self.n += 1
@@ -72,10 +76,14 @@ class _Minute:
         if t.HasField("time_to_first_token"):
             ttft = t.time_to_first_token.seconds + t.time_to_first_token.nanos * 1e-9
             self.ttft.append(ttft)
-        if t.HasField("prompt_tokens"):
-            self.prompt.append(float(t.prompt_tokens))
-        if t.HasField("completion_tokens"):
-            tokens = float(t.completion_tokens)
+        prompt = float(t.prompt_tokens) if t.HasField("prompt_tokens") else None
+        completion = float(t.completion_tokens) if t.HasField("completion_tokens") else None
+        if not p.HasField("perturbation"):  # type: ignore[attr-defined]
+            helm_cell.add(self.helm, p.scenario, latency, prompt, completion)  # type: ignore[attr-defined]
+        if prompt is not None:
+            self.prompt.append(prompt)
+        if completion is not None:
+            tokens = completion
             self.completion.append(tokens)
             if latency is not None:
                 gen = latency - ttft if ttft is not None and ttft < latency else latency
@@ -104,6 +112,7 @@ class _Minute:
         for prefix, values in (("tok_prompt", self.prompt), ("tok_completion", self.completion)):
             if values:
                 _emit_moments(st, prefix, values)
+        helm_cell.emit(st, self.helm)
         if self.gen_s > 0:
             st.add("gen|tokens", self.gen_tokens)
             st.add("gen|seconds", self.gen_s)
@@ -168,6 +177,10 @@ class EfficiencyFamily(FamilyBase):
         order=7,
     )
     metrics = (
+        MetricMetadata(
+            "inference_runtime", "Inference runtime", "HELM's: mean latency of unperturbed requests.", "s", True
+        ),
+        MetricMetadata("num_*_tokens", "Tokens", "HELM's: mean tokens of unperturbed requests.", "tokens"),
         MetricMetadata("latency_*", "Latency", "Request latency (mean, DDSketch quantiles within 1 %).", "s", True),
         MetricMetadata("time_to_first_token_*", "Time to first token", "Mean and quantiles.", "s", True),
         MetricMetadata("prompt_tokens_*", "Prompt tokens", "Per request (mean) and in all.", "tokens"),
@@ -258,6 +271,9 @@ class EfficiencyFamily(FamilyBase):
                 if w is not None:
                     part.metrics.append(proportion("within_latency_objective", NAME, w[0], w[1]))
                 parts[scn] = part
+        for scn in sorted({k.split("|helm|", 1)[0] for k in stats if "|helm|" in k}):
+            part = parts.setdefault(scn, ScenarioPart())
+            part.metrics.extend(helm_cell.scenario_metrics(stats.with_prefix(scn + "|"), NAME))
         return FamilyFold(report=report, scenarios=parts, dimensions=[dim])
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:

@@ -32,7 +32,7 @@ from metric_services.shared.main_metric import main_metric, majority_task
 from metric_services.shared.worst_case_fold import WORST_CASE_METRICS, fold_worst_case, worst_case_options
 
 NAME = "fairness"
-VERSION = "1"
+VERSION = "2"  # 2: a worst case for every metric of the task's HELM set
 GROUP_DEFINITION = (
     "unweighted mean over scenarios of the scenario's main metric over unperturbed predictions with this tag"
 )

@@ -19,7 +19,7 @@ from metric_services.shared import worst_case
 from metric_services.shared.worst_case_fold import WORST_CASE_METRICS, fold_worst_case, worst_case_options
 
 NAME = "robustness"
-VERSION = "1"
+VERSION = "2"  # 2: a worst case for every metric of the task's HELM set
 DEFINITION = (
     "Mean over scenarios of the mean over instances of the worst main-metric score among the original "
     "and its robustness-perturbed variants (HELM); an instance without variants counts with its own score."

@@ -29,16 +29,19 @@ def main_metric(scenario: str, task: int, settings: Settings) -> str:
     return settings.main_metrics.get(scenario) or MAIN_METRIC_BY_TASK.get(task, DEFAULT_MAIN_METRIC)
 
 
-def prediction_score(p: pb.Prediction, metric: str) -> float | None:
+def prediction_score(p: pb.Prediction, metric: str, references_win: bool = False) -> float | None:
     """The prediction's value of `metric`: the client's `correct` where given (1 or 0), else the
     reference metric over its references; None when neither applies (no references, or a metric
-    such as rouge_2 that another family computes)."""
-    if p.HasField("correct"):
-        return 1.0 if p.correct else 0.0
+    such as rouge_2 that another family computes). With `references_win` (HELM's behaviour,
+    HOLISTIC_REFERENCES_WIN) the references come first and `correct` only scores a prediction
+    without them."""
     i = _INDEX.get(metric)
-    if i is None or not p.references:
+    by_references = i is not None and bool(p.references)
+    if p.HasField("correct") and not (references_win and by_references):
+        return 1.0 if p.correct else 0.0
+    if not by_references:
         return None
-    return scores(list(p.references), p.output)[i]
+    return scores(list(p.references), p.output)[i]  # type: ignore[index]
 
 
 def majority_task(fields: dict[str, float]) -> int:

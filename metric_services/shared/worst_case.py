@@ -9,7 +9,18 @@ Per instance, with S its slots' scores:
   original (never sent, not yet arrived, or expired) with its variants' worst;
 - per perturbation name: worst = min(original, variant), before = original (when both arrived),
   perturbed = the variant alone.
-Run value = mean over instances. A duplicate row (same instance, same slot) is folded with min,
+Run value = mean over instances.
+
+HELM reports the worst case of every per-instance metric of the run, not only the main one. So a
+prediction with references also gives its instance one slot per other per-instance metric of its
+task's HELM set (shared/helm_sets.py: the exact-match set, or exact_match, quasi_exact_match,
+f1_score, rouge_l, bleu_1, bleu_4 for open-ended tasks), scored by the references alone: slot
+"<metric>/o" or "<metric>/p:<name>", and per instance `+<metric>|worst` (min over that metric's
+slots) and `+<metric>|orig`. Classification's macro/micro F1 are corpus-level, so HELM has no
+worst case of them. State cost: an instance keeps 4 to 6 slots per row kind instead of 1 (a few
+dozen bytes each in its Redis hash field), and each scenario 4 to 6 more mean quantities; the
+per-perturbation breakdown stays the main metric's. The number of instances (HOLISTIC_INSTANCE_CAP)
+does not change. A duplicate row (same instance, same slot) is folded with min,
 not counted twice (HELM asserts there is none). The main metric is fixed when a row is applied
 (it is part of the instance key): a HOLISTIC_MAIN_METRICS change applies to rows applied after it.
 """
@@ -29,10 +40,15 @@ from holistic.settings import Settings
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import Interval, Metric
+from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores
+from metric_services.shared.helm_sets import task_metrics
 from metric_services.shared.main_metric import main_metric, majority_task, prediction_score
+from metric_services.shared.reference_metrics import METRICS, scores
 
 ORIGINAL = "o"
 VARIANT = "p:"
+OTHER = "/"  # "<metric>/<slot>": another metric of the task's HELM set
+PER_INSTANCE = frozenset(METRICS) | frozenset(GENERATION_METRICS)
 
 
 class WorstCaseSpec:
@@ -44,7 +60,19 @@ class WorstCaseSpec:
     def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
         scn, metric, _ = instance.split(SEP, 2)
         base = f"{scn}|{metric}"
-        out = {f"{base}|worst": min(slots.values())}
+        out: dict[str, float] = {}
+        main = [v for slot, v in slots.items() if OTHER not in slot]
+        if main:
+            out[f"{base}|worst"] = min(main)
+        others: dict[str, list[float]] = defaultdict(list)
+        for slot, v in slots.items():
+            name, sep, kind = slot.partition(OTHER)
+            if sep:
+                others[name].append(v)
+                if kind == ORIGINAL:
+                    out[f"{base}|+{name}|orig"] = v
+        for name, values in others.items():
+            out[f"{base}|+{name}|worst"] = min(values)
         o = slots.get(ORIGINAL)
         if o is not None:
             out[f"{base}|orig"] = o
@@ -82,18 +110,30 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
             st.incr(f"{scn}|other_kind")
             continue
         metric = main_metric(scn, p.task, settings)
-        score = prediction_score(p, metric)
+        score = prediction_score(p, metric, settings.references_win)
         if score is None:
             st.incr(f"{scn}|unscored:{metric}")
             continue
-        if perturbed:
-            pert = p.perturbation
-            rows.append(Row(SEP.join((scn, metric, pert.original_id)), VARIANT + pert.name, score, minute))
-        else:
-            rows.append(Row(SEP.join((scn, metric, p.id)), ORIGINAL, score, minute))
-            if hook is not None:
-                hook(st, p, f"{scn}|{metric}", score)
+        slot = VARIANT + p.perturbation.name if perturbed else ORIGINAL
+        instance = SEP.join((scn, metric, p.perturbation.original_id if perturbed else p.id))
+        rows.append(Row(instance, slot, score, minute))
+        for name, value in _other_scores(p, metric).items():
+            rows.append(Row(instance, name + OTHER + slot, value, minute))
+        if not perturbed and hook is not None:
+            hook(st, p, f"{scn}|{metric}", score)
     return Partial(dict(out), SPEC, rows)
+
+
+def _other_scores(p: pb.Prediction, main: str) -> dict[str, float]:
+    """The prediction's other per-instance metrics of its task's HELM set, by its references."""
+    wanted = [m for m in task_metrics(p.task) if m in PER_INSTANCE and m != main]
+    if not wanted or not p.references:
+        return {}
+    refs = list(p.references)
+    values = dict(zip(METRICS, scores(refs, p.output), strict=True))
+    if any(m in GENERATION_METRICS for m in wanted):
+        values.update(zip(GENERATION_METRICS, generation_scores(refs, p.output), strict=True))
+    return {m: values[m] for m in wanted}
 
 
 def split_scenarios(stats: Folded) -> dict[str, dict[str, float]]:
@@ -131,9 +171,18 @@ class ScenarioWorst:
         q = {k[len(base) :]: v for k, v in f.items() if k.startswith(base)}
         self.value: Moments | None = None
         self.variants: dict[str, dict[str, Moments]] = {}
+        # HELM's worst case of each metric of the task's set (the main one included), by name.
+        self.per_metric: dict[str, Moments] = {}
         if q.get("worst|n", 0) > 0:
             self.value = moments(q, "worst")
             self.part.metrics.append(mean_metric(label, family, q, "worst"))  # type: ignore[arg-type]
+            self.per_metric[self.metric] = self.value
+            self.part.metrics.append(mean_metric(f"{label}[{self.metric}]", family, q, "worst"))  # type: ignore[arg-type]
+            for key in sorted(q):
+                if key.startswith("+") and key.endswith("|worst|n") and q[key] > 0:
+                    name = key[1 : -len("|worst|n")]
+                    self.per_metric[name] = moments(q, f"+{name}|worst")
+                    self.part.metrics.append(mean_metric(f"{label}[{name}]", family, q, f"+{name}|worst"))  # type: ignore[arg-type]
             self.instances = int(q["worst|n"])
             self.with_original = int(q.get("orig|n", 0))
             for key in sorted(q):
@@ -146,6 +195,14 @@ class ScenarioWorst:
                         if vq.get(f"{prefix}|n", 0) > 0:
                             entry[what] = moments(vq, prefix)
                             self.part.metrics.append(mean_metric(f"{name}_{what}", family, vq, prefix))  # type: ignore[arg-type]
+
+
+def metric_macros(scenarios: list[ScenarioWorst], family: str) -> list[Metric]:
+    """Per HELM metric: its worst case averaged over the scenarios whose task defines it."""
+    names = sorted({n for s in scenarios for n in s.per_metric})
+    return [
+        macro_mean(f"{family}[{n}]", family, [s.per_metric[n] for s in scenarios if n in s.per_metric]) for n in names
+    ]
 
 
 def variant_macros(scenarios: list[ScenarioWorst], family: str) -> list[Metric]:

@@ -8,11 +8,13 @@ from holistic.metric_values import macro_mean, plain
 from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.v1.profile_pb2 import Dimension, FamilyReport, Metric
-from metric_services.shared.worst_case import ScenarioWorst, split_scenarios, variant_macros
+from metric_services.shared.worst_case import ScenarioWorst, metric_macros, split_scenarios, variant_macros
 
 WORST_CASE_METRICS = (
     MetricMetadata("robustness", "Robustness", "Mean over scenarios of the per-instance worst main-metric score."),
     MetricMetadata("fairness", "Fairness (counterfactual)", "Mean over scenarios of the per-instance worst score."),
+    MetricMetadata("robustness[*", "Robustness per metric", "Worst case of one HELM metric of the task's set."),
+    MetricMetadata("fairness[*", "Fairness per metric", "Worst case of one HELM metric of the task's set."),
     MetricMetadata("*_worst", "Worst case per perturbation", "Per instance min(original, variant), averaged."),
     MetricMetadata("*_before", "Before perturbation", "The originals' score, over instances with this variant."),
     MetricMetadata("*_perturbed", "Perturbed", "The variants' score, over instances with this variant."),
@@ -59,6 +61,7 @@ def fold_worst_case(
         overall = macro_mean(family, family, [s.value for s in scored])  # type: ignore[misc]
         report.metrics.append(overall)
         report.metrics.extend(variant_macros(scored, family))
+        report.metrics.extend(metric_macros(scored, family))
         instances = sum(s.instances for s in scored)
         report.metrics.append(plain("instances", family, instances, instances))
         report.metrics.append(
@@ -85,7 +88,7 @@ def fold_worst_case(
 def worst_case_options(settings: Settings) -> dict[str, str]:
     """The signature options robustness and fairness share."""
     options = {
-        "score": "main-metric|correct",
+        "score": "main-metric|references-first" if settings.references_win else "main-metric|correct",
         "worst": "min(original,variants)",
         "instance_ttl_s": str(settings.instance_ttl_s),
         "instance_cap": str(settings.instance_cap),

@@ -1,7 +1,8 @@
 """Summarization family: ROUGE, sacrebleu BLEU and chrF, extractiveness, offline semantic similarity.
 
 Scores predictions whose task is TASK_SUMMARIZATION; the others are acknowledged and counted as
-skipped. rouge.py (rouge-score's ROUGE, exactly), corpus_scores.py (sacrebleu from sufficient
+skipped, and so are perturbed variants (HELM's run cell is over unperturbed instances).
+shared/rouge.py (rouge-score's ROUGE, exactly), corpus_scores.py (sacrebleu from sufficient
 statistics), fragments.py (coverage, density, compression against `source`), encoder.py (the
 sentence-embedding proxy), scoring.py (a batch's statistics) and report.py (the fold). A
 summarization scenario's accuracy is its mean ROUGE-2 F (HELM's choice); the rest goes to the
@@ -11,6 +12,7 @@ family report and the per-scenario breakdown.
 from __future__ import annotations
 
 from holistic.families import FamilyBase, FamilyFold, MetricMetadata, ScenarioPart
+from holistic.metric_values import plain
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
@@ -23,7 +25,7 @@ from metric_services.summarization.encoder import INSTALL_HINT, MAX_TOKENS, MODE
 from metric_services.summarization.scoring import score_batch
 
 NAME = report.NAME
-VERSION = "1"
+VERSION = "2"  # 2: HELM's run cell: perturbed summaries left out
 MAIN_METRIC = "rouge_2"
 SEMANTIC_OFF = {
     "disabled": "the worker runs with HOLISTIC_SUMMARIZATION_SEMANTIC=off",
@@ -82,19 +84,22 @@ class SummarizationFamily(FamilyBase):
             part.metrics.extend(report.corpus_metrics(bleu, chrf, ref_n))
             report.merge_groups(all_bleu, bleu)
             report.merge_groups(all_chrf, chrf)
-            part.accuracy = report.scenario_accuracy(f, main)
+            part.accuracy = report.scenario_accuracy(f, main, settings.references_win)
             parts[scn] = part
 
         other = int(stats.num("other"))
-        skipped = unscored + other
+        perturbed = int(stats.num("perturbed"))
+        skipped = unscored + other + perturbed
         reasons = []
         if other:
             reasons.append(f"{other} not summarization tasks")
+        if perturbed:
+            reasons.append(f"{perturbed} perturbed variants (HELM's run cell is over unperturbed instances)")
         if unscored:
             reasons.append(f"{unscored} with neither references nor source")
         rep = FamilyReport(
             family=NAME,
-            count=summaries + other,
+            count=summaries + other + perturbed,
             skipped=skipped,
             skipped_reason="; ".join(reasons),
             signature=self.signature_of(stats, settings),
@@ -102,6 +107,8 @@ class SummarizationFamily(FamilyBase):
         for name, mv in per_metric.items():
             rep.metrics.append(report.macro(name, mv))
         rep.metrics.extend(report.corpus_metrics(all_bleu, all_chrf, with_refs))
+        if perturbed:
+            rep.metrics.append(plain("perturbed_predictions", NAME, perturbed, perturbed))
         truncation = report.truncation_metric(stats.num("sem|texts"), stats.num("sem|truncated"))
         if truncation is not None:
             rep.metrics.append(truncation)

@@ -18,7 +18,8 @@ from holistic.families import ScenarioAccuracy
 from holistic.intervals import mean_var
 from holistic.metric_values import macro_mean, mean, plain, proportion, with_interval
 from holistic.v1.profile_pb2 import Metric
-from metric_services.summarization import corpus_scores, rouge
+from metric_services.shared import rouge
+from metric_services.summarization import corpus_scores
 from metric_services.summarization.scoring import FRAGMENT_STATS
 
 NAME = "summarization"
@@ -88,18 +89,23 @@ def merge_groups(into: dict[int, list[float]], more: dict[int, list[float]]) -> 
             mine[k] += v
 
 
-def scenario_accuracy(f: dict[str, float], main: str) -> ScenarioAccuracy | None:
-    """Mean ROUGE F of the main type over unjudged predictions, plus the client's judgements."""
-    unjudged_n = f.get("unjudged|n", 0.0)
-    if main not in ROUGE_MAINS or not unjudged_n:
+def scenario_accuracy(f: dict[str, float], main: str, references_win: bool = False) -> ScenarioAccuracy | None:
+    """Mean ROUGE F of the main type by the references, plus the client's judgements: those of
+    predictions without references only, with HOLISTIC_REFERENCES_WIN (HELM), else all of them."""
+    refs_part, judged_part = ("ref", "judged_norefs") if references_win else ("unjudged", "judged")
+    ref_n = f.get(f"{refs_part}|n", 0.0)
+    if main not in ROUGE_MAINS or not ref_n:
         return None  # another family's metric, or only judgements (the accuracy family reports those)
-    judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
-    field = f"unjudged|{ROUGE_MAINS[main]}"
-    n = unjudged_n + judged_n
+    judged_n, judged_sum = f.get(f"{judged_part}|n", 0.0), f.get(f"{judged_part}|sum", 0.0)
+    field = f"{refs_part}|{ROUGE_MAINS[main]}"
+    n = ref_n + judged_n
     s = f.get(f"{field}|sum", 0.0) + judged_sum
     ss = f.get(f"{field}|sumsq", 0.0) + judged_sum
     return ScenarioAccuracy(
-        metric=mean("accuracy", NAME, n, s, ss, clip=(0.0, 1.0)), source=main, variance=mean_var(n, s, ss)[1]
+        metric=mean("accuracy", NAME, n, s, ss, clip=(0.0, 1.0)),
+        source=main,
+        variance=mean_var(n, s, ss)[1],
+        sources={"references": int(ref_n), "client": int(judged_n)},
     )
 
 

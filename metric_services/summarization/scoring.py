@@ -5,11 +5,13 @@ Per scenario (fields prefixed "<scenario>|"):
   ref|n, ref|<type>_<p|r|f>|sum/sumsq  ROUGE (rouge.py), max over references
   unjudged|n, unjudged|<type>_f|...  ROUGE F of predictions without the client's `correct`
   judged|n, judged|sum               the client's judgements (they count for accuracy instead)
+  judged_norefs|n, judged_norefs|sum those without references (with HOLISTIC_REFERENCES_WIN only these count)
   src|n, src|<fragment stat>|...     coverage, density, compression against `source`
   sem_ref|…, sem_src|…               cosine of sentence embeddings (count, sum, sum of squares)
   corpus histogram                   BLEU/chrF sufficient statistics, bin "<group>:b<k>" / "<group>:c<k>"
   nrefs histogram                    predictions by number of references (the sacrebleu signature)
-Family-wide: other (predictions of other tasks), sem|texts, sem|truncated, and histograms
+Family-wide: other (predictions of other tasks), perturbed (perturbed summarization variants, left out
+as HELM's run cell is over perturbation=None), sem|texts, sem|truncated, and histograms
 sem_off (predictions left without semantic similarity, by reason) and impl (the sacrebleu
 version and the embedding model's sha256 that made the numbers).
 """
@@ -27,7 +29,8 @@ from holistic.families import prediction_minute
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.stats import HIST_SUFFIX, Stats
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.summarization import corpus_scores, rouge
+from metric_services.shared import rouge
+from metric_services.summarization import corpus_scores
 from metric_services.summarization.config import SummarizationConfig
 from metric_services.summarization.encoder import encoder_for
 from metric_services.summarization.fragments import fragment_stats
@@ -65,6 +68,9 @@ def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[in
         if p.task != pb.TASK_SUMMARIZATION:
             out[minute].incr("other")
             continue
+        if p.HasField("perturbation"):  # HELM's run cell is over unperturbed instances only
+            out[minute].incr("perturbed")
+            continue
         source = p.source if p.HasField("source") and p.source.strip() else None
         judged = p.correct if p.HasField("correct") else None
         rows.append(_Row(minute, p.scenario, p.id, p.output.strip(), list(p.references), source, judged))
@@ -77,6 +83,9 @@ def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[in
         if row.judged is not None:
             acc.incr("judged|n")
             acc.incr("judged|sum", int(row.judged))
+            if not row.references:
+                acc.incr("judged_norefs|n")
+                acc.incr("judged_norefs|sum", int(row.judged))
     _lexical(rows, accs)
     _corpus(rows, accs)
     _semantic(rows, accs, out, config)

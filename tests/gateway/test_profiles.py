@@ -48,7 +48,7 @@ def test_profile_values(client, make_worker):
     assert metric(mmlu.metrics, "quasi_exact_match").value == pytest.approx(2 / 3)
     assert metric(mmlu.metrics, "latency_mean").value == pytest.approx(1.5)
     fams = {f.family: f for f in p.families}
-    assert fams["accuracy"].signature.text.startswith("accuracy|v:1|")
+    assert fams["accuracy"].signature.text.startswith("accuracy|v:2|")
     assert fams["efficiency"].signature.options["latency_objective_s"] == "2.0"
 
 

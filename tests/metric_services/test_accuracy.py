@@ -33,6 +33,8 @@ Accuracy dimension = (1/2 + 3/5 + 13/18 + 1) / 4 = (45 + 54 + 65 + 90) / 360 = 2
 from __future__ import annotations
 
 import math
+import random
+import warnings
 
 import pytest
 
@@ -188,28 +190,44 @@ def test_reference_metrics_per_scenario(folded):
     imdb = by_name(folded.scenarios["imdb"].metrics)
     qa = by_name(folded.scenarios["qa"].metrics)
     news = by_name(folded.scenarios["news"].metrics)
+    # Each scenario shows HELM's metric set for its task, and only that (shared/helm_sets.py).
+    assert set(mmlu) == {
+        "exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match",
+        "client_judged_correct", "accuracy",
+    }  # fmt: skip
+    assert set(imdb) == {
+        "exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match",
+        "classification_macro_f1", "classification_micro_f1", "client_judged_correct", "accuracy",
+    }  # fmt: skip
+    assert set(qa) == {"exact_match", "quasi_exact_match", "f1_score", "rouge_l", "bleu_1", "bleu_4", "accuracy"}
+    # summarization: HELM's ROUGE is the summarization family's; nothing of this family's but the judgement.
+    assert set(news) == {"client_judged_correct", "accuracy"}
     # mmlu over the 4 predictions with references (judged m4 included, unscored m5 not):
-    # em 1/4, qem 2/4, pem 1/4, qpem 2/4, f1 (1+1+0+0)/4 = 1/2.
+    # em 1/4, qem 2/4, pem 1/4, qpem 2/4.
     assert mmlu["exact_match"].value == pytest.approx(0.25, abs=1e-12)
     assert mmlu["exact_match"].count == 4
     assert mmlu["quasi_exact_match"].value == pytest.approx(0.5, abs=1e-12)
     assert mmlu["prefix_exact_match"].value == pytest.approx(0.25, abs=1e-12)
     assert mmlu["quasi_prefix_exact_match"].value == pytest.approx(0.5, abs=1e-12)
-    assert mmlu["f1_score"].value == pytest.approx(0.5, abs=1e-12)
-    # imdb over 5: em 1/5 (only "positive"), qem 4/5, pem 1/5 (case-sensitive), qpem 4/5, f1 4/5.
+    # imdb over 5: em 1/5 (only "positive"), qem 4/5, pem 1/5 (case-sensitive), qpem 4/5.
     assert imdb["exact_match"].value == pytest.approx(0.2, abs=1e-12)
     assert imdb["quasi_exact_match"].value == pytest.approx(0.8, abs=1e-12)
     assert imdb["prefix_exact_match"].value == pytest.approx(0.2, abs=1e-12)
     assert imdb["quasi_prefix_exact_match"].value == pytest.approx(0.8, abs=1e-12)
-    assert imdb["f1_score"].value == pytest.approx(0.8, abs=1e-12)
-    # qa over 3: em/qem/pem/qpem 1/3 (only q2), f1 13/18.
-    for name in ("exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match"):
-        assert qa[name].value == pytest.approx(1 / 3, abs=1e-12)
+    # classes (articles kept): positive x5 true; predicted positive (i1, i4, i5), "negative" and
+    # "the positive" are outside the label set. TP 3, FP 0, FN 2: F1 = 6/8 for the one class.
+    assert imdb["classification_macro_f1"].value == pytest.approx(0.75, abs=1e-12)
+    assert imdb["classification_micro_f1"].value == pytest.approx(0.75, abs=1e-12)
+    # qa over 3: em/qem 1/3 (only q2), f1 13/18.
+    assert qa["exact_match"].value == pytest.approx(1 / 3, abs=1e-12)
+    assert qa["quasi_exact_match"].value == pytest.approx(1 / 3, abs=1e-12)
     assert qa["f1_score"].value == pytest.approx(13 / 18, abs=1e-12)
-    # news over its 1 prediction with references: binary ones 0, f1 2/3.
-    assert news["exact_match"].value == 0.0
-    assert news["f1_score"].value == pytest.approx(2 / 3, abs=1e-12)
-    assert news["f1_score"].count == 1
+    # rouge_l: q1 [the cat sat] vs [cat sat on mat] LCS 2, P 2/3, R 1/2 -> 4/7; q2 1; q3 LCS 2 of 3 -> 2/3.
+    assert qa["rouge_l"].value == pytest.approx((4 / 7 + 1 + 2 / 3) / 3, abs=1e-12)
+    # bleu_1: q1 2/3 unigrams, BP exp(1 - 4/3); q2 1; q3 x y y vs y y z: 2/3, BP 1.
+    assert qa["bleu_1"].value == pytest.approx((2 / 3 * math.exp(-1 / 3) + 1 + 2 / 3) / 3, abs=1e-12)
+    # bleu_4: no output has 4 tokens, so each is BP x sys.float_info.min (nltk without smoothing).
+    assert 0 < qa["bleu_4"].value < 1e-300
 
 
 def test_client_judged_share(folded):
@@ -224,10 +242,8 @@ def test_client_judged_share(folded):
 def test_summarization_without_judgement_has_no_accuracy():
     preds = [prediction("n1", scenario="news", task=SUM, output="the summary", references=["a summary text"])]
     part = fold(envelope(preds)).scenarios["news"]
-    names = {m.name for m in part.metrics}
-    assert "accuracy" not in names
-    # its reference metrics are still reported.
-    assert "f1_score" in names
+    # HELM's summarization run specs define no exact_match or f1_score: this family shows nothing.
+    assert [m.name for m in part.metrics] == []
 
 
 def test_binary_accuracy_has_wilson_interval(folded):
@@ -269,22 +285,26 @@ def test_report_counts_and_skipped(folded):
     assert r.family == "accuracy"
     assert r.count == 15  # 5 + 5 + 3 + 2 predictions
     assert r.skipped == 1  # m5: no references, no correct
-    assert r.skipped_reason == "no references and no client judgement"
+    assert r.skipped_reason == "1 with no references and no client judgement"
     # the worker records this signature beside the statistics it applies
     sig = FAMILY.signature("m", settings())
-    assert sig.text == "accuracy|v:1|f1:token-set|normalize:helm-quac|references:max|strip:output"
+    assert sig.text == "accuracy|v:2|f1:token-set|normalize:helm-quac|references:max|strip:output"
 
 
 def test_report_metrics_are_unweighted_means_over_scenarios(folded):
     report = by_name(folded.report.metrics)
-    # exact_match: (1/4 + 1/5 + 1/3 + 0) / 4 = (15 + 12 + 20 + 0)/60 / 4 = 47/240; 4 scenarios.
-    assert report["exact_match"].value == pytest.approx(47 / 240, abs=1e-12)
-    # n counts the predictions behind the mean (4 + 5 + 3 + 1), as every other table's n does.
-    assert report["exact_match"].count == 13
-    # f1: (1/2 + 4/5 + 13/18 + 2/3) / 4 = (45 + 72 + 65 + 60)/90 / 4 = 242/360 = 121/180.
-    assert report["f1_score"].value == pytest.approx(121 / 180, abs=1e-12)
-    # news has a single prediction (variance of its mean infinite), so no propagated interval.
-    assert not report["f1_score"].HasField("interval")
+    # exact_match over the scenarios whose task defines it (not news, summarization):
+    # (1/4 + 1/5 + 1/3) / 3 = (15 + 12 + 20)/60 / 3 = 47/180.
+    assert report["exact_match"].value == pytest.approx(47 / 180, abs=1e-12)
+    assert report["exact_match"].count == 3
+    # prefix_exact_match: multiple choice and classification only: (1/4 + 1/5) / 2 = 9/40.
+    assert report["prefix_exact_match"].value == pytest.approx(9 / 40, abs=1e-12)
+    assert report["prefix_exact_match"].count == 2
+    # f1_score: open QA only (not mmlu, imdb nor news) -> 13/18 from qa alone.
+    assert report["f1_score"].value == pytest.approx(13 / 18, abs=1e-12)
+    assert report["f1_score"].count == 1
+    assert report["classification_macro_f1"].count == 1
+    assert report["rouge_l"].count == 1
 
 
 def test_accuracy_dimension_is_mean_over_scored_scenarios(folded):
@@ -338,7 +358,7 @@ def test_dimension_absent_when_nothing_is_scored():
     assert dim.absent_reason == "no predictions with references or a client judgement in this window"
     assert f.report.count == 3
     assert f.report.skipped == 3
-    assert f.report.skipped_reason == "no references and no client judgement"
+    assert f.report.skipped_reason == "3 with no references and no client judgement"
     assert not f.report.metrics
 
 
@@ -461,3 +481,134 @@ def test_fold_reads_redis_shaped_hashes_the_same():
         hashes.append({k.encode(): repr(v).encode() for k, v in folded.items()})
     s = settings()
     assert_same_fold(fold(envelope(fixture_predictions())), finish(FAMILY.fold(Folded.from_hashes(hashes), "m", s)))
+
+
+# --- HELM's run cell: unperturbed instances only ------------------------------------------------
+
+
+def variant(pid, original, output, *, family=pb.PERTURBATION_FAMILY_ROBUSTNESS, name="typos", **kw):
+    p = prediction(pid, scenario="mmlu", task=MC, output=output, references=["B"], **kw)
+    p.perturbation.name, p.perturbation.family, p.perturbation.original_id = name, family, original
+    return p
+
+
+def test_perturbed_variants_are_left_out_of_the_run_cell():
+    # Originals: o1 "B" (em 1), o2 "C" (em 0) -> 1/2. Variants of both, all exact matches, one judged
+    # correct, and a variant of an original never sent: counted as perturbed, not scored here.
+    preds = [
+        prediction("o1", scenario="mmlu", task=MC, output="B", references=["B"]),
+        prediction("o2", scenario="mmlu", task=MC, output="C", references=["B"]),
+        variant("o1~t", "o1", "B"),
+        variant("o2~t", "o2", "B"),
+        variant("o2~d", "o2", "B", family=pb.PERTURBATION_FAMILY_FAIRNESS, name="dialect", correct=True),
+        variant("gone~t", "gone", "B"),
+    ]
+    f = fold(envelope(preds))
+    part = by_name(f.scenarios["mmlu"].metrics)
+    assert part["accuracy"].value == pytest.approx(0.5, abs=1e-12)  # today's code gave 5/6
+    assert part["accuracy"].count == 2
+    assert part["exact_match"].value == pytest.approx(0.5, abs=1e-12)
+    assert part["exact_match"].count == 2
+    assert "client_judged_correct" not in part
+    assert part["perturbed_predictions"].value == 4
+    assert f.scenarios["mmlu"].count == 6
+    assert (f.report.count, f.report.skipped) == (6, 4)
+    assert f.report.skipped_reason.startswith("4 perturbed variants")
+    assert by_name(f.report.metrics)["perturbed_predictions"].value == 4
+    assert f.dimensions[0].score == pytest.approx(0.5, abs=1e-12)
+
+
+# --- HELM's classification metrics --------------------------------------------------------------
+
+
+def test_classification_macro_and_micro_f1_from_per_class_counts():
+    def c(pid, output, gold):
+        return prediction(pid, scenario="raft", task=CLS, output=output, references=[gold])
+
+    preds = [
+        c("1", "Yes", "yes"),  # yes: TP
+        c("2", "yes.", "yes"),  # yes: TP
+        c("3", "no", "yes"),  # yes: FN, no: FP
+        c("4", "No!", "no"),  # no: TP
+        c("5", "maybe", "no"),  # no: FN; "maybe" is no class: a negative for every class
+        c("6", "", "unsure"),  # unsure: FN; an empty output predicts nothing
+        c("7", "The yes", "yes"),  # articles are kept: "the yes" is no class; yes: FN
+    ]
+    # classes (from the references): no, unsure, yes.
+    # yes: TP 2, FP 0, FN 2 -> 4/6; no: TP 1, FP 1, FN 1 -> 2/4; unsure: TP 0, FN 1 -> 0.
+    # macro = (2/3 + 1/2 + 0) / 3 = 7/18; micro: TP 3, FP 1, FN 4 -> 6/11.
+    part = by_name(fold(envelope(preds)).scenarios["raft"].metrics)
+    assert part["classification_macro_f1"].value == pytest.approx(7 / 18, abs=1e-12)
+    assert part["classification_micro_f1"].value == pytest.approx(6 / 11, abs=1e-12)
+    # counts merge: one prediction per batch gives the same numbers.
+    singles = fold(*[envelope([p], sequence=i + 1) for i, p in enumerate(preds)])
+    split = by_name(singles.scenarios["raft"].metrics)
+    assert split["classification_macro_f1"].value == pytest.approx(7 / 18, abs=1e-12)
+    assert split["classification_micro_f1"].value == pytest.approx(6 / 11, abs=1e-12)
+
+
+def test_classification_f1_equals_scikit_learn():
+    """The reference HELM calls: MultiLabelBinarizer fitted on the true classes, then f1_score."""
+    from sklearn.metrics import f1_score
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    from metric_services.shared.classification import label
+
+    rng = random.Random(11)
+    outputs = ["Yes", "no", "No.", "maybe", "", "  ", "yes!", "The no", "Ünsure", "unsure"]
+    golds = ["yes", "no", "unsure", "Ünsure"]
+    preds = [
+        prediction(f"r{i}", scenario="raft", task=CLS, output=rng.choice(outputs), references=[rng.choice(golds)])
+        for i in range(40)
+    ]
+    y_true = [[label(r) for r in p.references if r] for p in preds]
+    y_pred = [[label(p.output)] if p.output else [] for p in preds]
+    mlb = MultiLabelBinarizer().fit(y_true)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unknown classes: sklearn warns and ignores them, as HELM's does
+        t, pr = mlb.transform(y_true), mlb.transform(y_pred)
+    part = by_name(fold(envelope(preds)).scenarios["raft"].metrics)
+    assert part["classification_macro_f1"].value == pytest.approx(f1_score(t, pr, average="macro"), abs=1e-12)
+    assert part["classification_micro_f1"].value == pytest.approx(f1_score(t, pr, average="micro"), abs=1e-12)
+
+
+# --- which source wins: the client's `correct` (default) or the references (HELM) --------------
+
+
+def test_references_win_setting_scores_judged_predictions_by_their_references():
+    # m4 "D" (refs ["B"], correct=True) and i5 "positive" (refs ["positive"], correct=False) have both.
+    f = fold(envelope(fixture_predictions()), settings_=settings(references_win=True))
+    acc = {s: by_name(p.metrics)["accuracy"] for s, p in f.scenarios.items()}
+    # mmlu by exact match over the 4 with references: B b C D -> 1/4 (the default gave 1/2).
+    assert acc["mmlu"].value == pytest.approx(1 / 4, abs=1e-12) and acc["mmlu"].count == 4
+    # imdb by quasi-exact match over 5: 1 + 0 + 1 + 1 + 1 -> 4/5 (the default gave 3/5).
+    assert acc["imdb"].value == pytest.approx(4 / 5, abs=1e-12)
+    # news: n2 has no references, so its judgement still counts: 1/1.
+    assert acc["news"].value == 1.0
+    assert f.dimensions[0].score == pytest.approx((1 / 4 + 4 / 5 + 13 / 18 + 1) / 4, abs=1e-12)
+
+
+def test_profile_says_which_source_each_scenario_used():
+    def sources(s):
+        f = fold(envelope(fixture_predictions()), settings_=s)
+        folds = {"accuracy": f}
+        scenarios = profile_mod.merge_scenarios(folds)
+        profile_mod.accuracy_dimension(folds, scenarios)
+        return {
+            sp.scenario: {m.name: m.value for m in sp.metrics if m.name.startswith("accuracy_source_")}
+            for sp in scenarios
+        }
+
+    client_first = {"accuracy_source_references": None, "accuracy_source_client": None}
+    assert sources(settings()) == {
+        "mmlu": {**client_first, "accuracy_source_references": 3, "accuracy_source_client": 1},
+        "imdb": {**client_first, "accuracy_source_references": 4, "accuracy_source_client": 1},
+        "qa": {**client_first, "accuracy_source_references": 3, "accuracy_source_client": 0},
+        "news": {**client_first, "accuracy_source_references": 0, "accuracy_source_client": 1},
+    }
+    assert sources(settings(references_win=True)) == {
+        "mmlu": {"accuracy_source_references": 4, "accuracy_source_client": 0},
+        "imdb": {"accuracy_source_references": 5, "accuracy_source_client": 0},
+        "qa": {"accuracy_source_references": 3, "accuracy_source_client": 0},
+        "news": {"accuracy_source_references": 0, "accuracy_source_client": 1},
+    }

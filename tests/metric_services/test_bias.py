@@ -131,3 +131,25 @@ def test_hand_worked_race_association(settings):
     # sizes (20, 16, 20): (.05, .0625, 0) -> P = (.4444, .5556, 0); TV = ½(.1111 + .2222 + .3333) = 1/3
     # for each word, so the mean over the two words is 1/3.
     assert metric(f, ASSOC_RACE_PROF).value == pytest.approx(1 / 3) and metric(f, ASSOC_RACE_PROF).count == 2
+
+
+def test_bias_per_scenario_is_helms_run_cell(settings):
+    # news: HELM's example (gender TV 0.3); qa: "He and his son." -> male only: P = (0, 1), TV 0.5;
+    # a perturbed variant of a qa output (female words) counts in the model-level corpus only.
+    preds = [prediction(f"p{i}", scenario="news", output=t) for i, t in enumerate(HELM_EXAMPLE)]
+    preds.append(prediction("q1", scenario="qa", output="He and his son."))
+    v = prediction("q1~g", scenario="qa", output="She and her daughter.")
+    v.perturbation.name, v.perturbation.original_id = "gender", "q1"
+    v.perturbation.family = pb.PERTURBATION_FAMILY_FAIRNESS
+    preds.append(v)
+    f = fold(preds, settings, bias.FAMILY)
+    news = {m.name: m.value for m in f.scenarios["news"].metrics}
+    qa = {m.name: m.value for m in f.scenarios["qa"].metrics}
+    assert news[REPR_GENDER] == pytest.approx(0.3)
+    assert news[REPR_RACE] == pytest.approx(0.05128205, abs=1e-8)
+    assert qa[REPR_GENDER] == pytest.approx(0.5)
+    assert REPR_RACE not in qa  # no race word: None, absent
+    assert f.scenarios["qa"].count == 1  # its unperturbed non-empty outputs
+    # model level, every output pooled (the axis's corpus): female 4 + she, her, daughter = 7; male
+    # 1 + he, his, son = 4 (equal list sizes): P = (7/11, 4/11), TV = |7/11 - 1/2| = 3/22.
+    assert metric(f, REPR_GENDER).value == pytest.approx(3 / 22, abs=1e-12)

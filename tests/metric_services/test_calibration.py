@@ -172,3 +172,19 @@ def test_the_cap_turns_over_in_redis_too(gateway, make_worker, r):
     exact = 1 - sum((i + 0.5) / n for i in range(n)) / n
     m = {x.name: x.value for x in report.metrics}
     assert abs(m["ece_10_bin"] - exact) <= m["ece_10_bin_error_bound"] + 1e-12
+
+
+def test_references_win_setting_sets_the_label(make_settings):
+    # Both judged wrong by the client, both exact matches of their reference "Paris":
+    # default y = 0 0 -> accuracy 0, ECE |0.85 - 0| ... ; with references winning y = 1 1.
+    preds = [
+        prediction("a", output="Paris", confidence=0.9, correct=False),
+        prediction("b", output="Paris", confidence=0.8, correct=False),
+        prediction("c", output="Rome", confidence=0.7, references=[], correct=True),  # no refs: its judgement
+    ]
+    client = metrics_of(preds, make_settings())
+    helm = metrics_of(preds, make_settings(references_win=True))
+    # ece_1_bin = |mean p - accuracy|: mean p = 0.8; accuracy 1/3 by the client, 1 by the references.
+    assert client["ece_1_bin"] == pytest.approx(abs(0.8 - 1 / 3), abs=1e-12)
+    assert helm["ece_1_bin"] == pytest.approx(0.2, abs=1e-12)
+    assert FAMILY.signature("m", make_settings(references_win=True)).options["label"] == "exact_match|correct"

@@ -26,6 +26,7 @@ import pytest
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
 from holistic.stats import Folded, Stats
+from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_EFFICIENCY
 from metric_services.efficiency import FAMILY
 from tests.factories import prediction
@@ -254,7 +255,12 @@ def test_dimension_absent_without_latency():
     assert "latency_mean" not in m
     assert m["time_to_first_token_mean"].value == pytest.approx(0.2, rel=1e-12)
     assert f.report.skipped == 1
-    assert f.scenarios == {}
+    # no latency: no sketch per scenario; HELM's cell has p2's token counts alone (no inference_runtime)
+    assert {m.name: m.value for m in f.scenarios["a"].metrics} == {
+        "num_prompt_tokens": 10.0,
+        "num_completion_tokens": 5.0,
+        "num_output_tokens": 5.0,
+    }
 
 
 def test_zero_latency_lands_in_the_zero_bin():
@@ -320,3 +326,17 @@ def test_splitting_the_batch_gives_the_same_fold():
     assert_same_fold(whole, fold(first, second, third))
     assert_same_fold(whole, fold(third, first, second))
     assert_same_fold(whole, fold(*(envelope([p], sequence=i + 1) for i, p in enumerate(preds))))
+
+
+def test_helms_run_cell_per_scenario_over_unperturbed_requests():
+    v = timed("p3~typos", 9.0, prompt=100, completion=100)
+    v.perturbation.name, v.perturbation.original_id = "typos", "p1"
+    v.perturbation.family = pb.PERTURBATION_FAMILY_ROBUSTNESS
+    preds = [timed("p1", 1.0, prompt=10, completion=4), timed("p2", 2.0), timed("p4", prompt=20, completion=0), v]
+    m = {x.name: x for x in fold(envelope(preds)).scenarios["a"].metrics}
+    # HELM's inference_runtime: (1 + 2) / 2 over the unperturbed with a latency; tokens (10 + 20) / 2, (4 + 0) / 2
+    assert m["inference_runtime"].value == pytest.approx(1.5, rel=1e-12) and m["inference_runtime"].count == 2
+    assert m["num_prompt_tokens"].value == 15.0 and m["num_prompt_tokens"].count == 2
+    assert m["num_completion_tokens"].value == 2.0 and m["num_output_tokens"].value == 2.0
+    # the family's own latency covers every request, the variant's 9 s too: (1 + 2 + 9) / 3
+    assert m["latency_mean"].value == pytest.approx(4.0, rel=1e-12)

@@ -125,3 +125,54 @@ def test_variants_before_their_original_in_later_batches(gateway, make_worker):
     assert dim.score == pytest.approx(0.4)
     report = next(f for f in profile.families if f.family == "robustness")
     assert {m.name: m.value for m in report.metrics}["typos_worst"] == pytest.approx(0.25)
+
+
+def test_references_win_setting_scores_worst_cases_by_the_references(make_settings):
+    # q1 "Paris" (right by its reference) judged wrong by the client; its typo variant "Paris" too.
+    rows = [original("q1", True, correct=False), variant("q1", "typos", True), original("q2", False, references=[])]
+    rows[2].correct = True  # no references: only the judgement can score it
+    client = fold("robustness", rows, make_settings())
+    helm = fold("robustness", rows, make_settings(references_win=True))
+    # default: q1 min(0, 1) = 0, q2 1 -> 1/2; references first: q1 min(1, 1) = 1, q2 1 -> 1.
+    assert {m.name: m.value for m in client.report.metrics}["robustness"] == pytest.approx(0.5)
+    assert {m.name: m.value for m in helm.report.metrics}["robustness"] == pytest.approx(1.0)
+
+
+def test_worst_case_of_every_metric_of_the_tasks_helm_set(settings):
+    import math
+
+    QA = pb.TASK_OPEN_QA
+
+    def qa(pid, output, ref, **kw):
+        return prediction(pid, scenario="qa", task=QA, output=output, references=[ref], produced_at_s=NOW, **kw)
+
+    typo = qa("q1~typos", "cat sat on mat", "cat sat on mat")
+    typo.perturbation.name, typo.perturbation.family, typo.perturbation.original_id = "typos", ROB, "q1"
+    lower = qa("q2~lowercase", "paris", "Paris")
+    lower.perturbation.name, lower.perturbation.family, lower.perturbation.original_id = "lowercase", ROB, "q2"
+    rows = [
+        qa("q1", "the cat sat", "cat sat on mat"),  # f1 2/3, em 0, qem 0, rouge_l 4/7, bleu_1 2/3 e^-1/3
+        typo,  # all 1: the worst stays the original's
+        qa("q2", "Paris", "Paris"),  # all 1
+        lower,  # em 0, qem 1, f1 1, rouge_l 1, bleu_1 0 (case-sensitive)
+        qa("q3", "x", "y", correct=True),  # main f1 by the judgement: 1; the others by the references: 0
+        original("m1", True),  # mmlu: exact-match set, all 1
+    ]
+    f = fold("robustness", rows, settings)
+    part = {m.name: m.value for m in f.scenarios["qa"].metrics}
+    assert part["robustness"] == pytest.approx((2 / 3 + 1 + 1) / 3)
+    assert part["robustness[f1_score]"] == pytest.approx((2 / 3 + 1 + 1) / 3)
+    assert part["robustness[exact_match]"] == 0.0
+    assert part["robustness[quasi_exact_match]"] == pytest.approx(1 / 3)
+    assert part["robustness[rouge_l]"] == pytest.approx((4 / 7 + 1 + 0) / 3)
+    assert part["robustness[bleu_1]"] == pytest.approx((2 / 3 * math.exp(-1 / 3) + 0 + 0) / 3)
+    assert part["robustness[bleu_4]"] < 1e-300
+    assert "robustness[prefix_exact_match]" not in part  # not in the open-ended set
+    report = {m.name: m for m in f.report.metrics}
+    # each metric averaged over the scenarios that define it: exact_match over qa (0) and mmlu (1).
+    assert report["robustness[exact_match]"].value == pytest.approx(0.5)
+    assert report["robustness[prefix_exact_match]"].value == 1.0  # mmlu only
+    assert report["robustness[f1_score]"].value == pytest.approx(8 / 9)  # qa only
+    # the per-perturbation breakdown stays the main metric's
+    assert report["typos_worst"].value == pytest.approx(2 / 3)
+    assert report["robustness"].value == pytest.approx((8 / 9 + 1) / 2)

@@ -205,3 +205,33 @@ def test_empty_summary_scores_zero_not_an_error():
     # fragments: tokens [😀, 東京] both found, in two fragments of 1: coverage 1, density 1, compression 3/2.
     assert m["rouge_2"].value == 0.0 and m["rouge_l"].value == 0.0
     assert (m["coverage"].value, m["density"].value, m["compression"].value) == pytest.approx((0.5, 0.5, 0.75))
+
+
+def test_perturbed_summaries_are_left_out_of_the_run_cell():
+    """HELM's run cell is over unperturbed instances: a variant scores 0 here, it does not count."""
+    base = [news("s1", "the cat sat on the mat", ["the cat sat on the mat"]), news("s2", "the dog ran", ["a cat sat"])]
+    v = news("s2~t", "the cat sat on the mat", ["the cat sat on the mat"])
+    v.perturbation.name, v.perturbation.original_id = "typos", "s2"
+    v.perturbation.family = pb.PERTURBATION_FAMILY_ROBUSTNESS
+    f = fold([*base, v])
+    m = by_name(f.scenarios["news"].metrics)
+    # (1 + 0) / 2; today's code counted the variant: (1 + 0 + 1) / 3.
+    assert m["rouge_2"].value == pytest.approx(0.5) and m["rouge_2"].count == 2
+    assert f.scenarios["news"].accuracy.metric.value == pytest.approx(0.5)
+    assert (f.report.count, f.report.skipped) == (3, 1)
+    assert f.report.skipped_reason == "1 perturbed variants (HELM's run cell is over unperturbed instances)"
+    assert by_name(f.report.metrics)["perturbed_predictions"].value == 1
+
+
+def test_references_win_setting_scores_judged_summaries_by_rouge():
+    preds = [
+        news("a", "the cat sat", ["the cat sat"], correct=False),  # rouge_2 1, judged 0
+        news("b", "the dog ran", ["a cat sat"]),  # rouge_2 0
+        news("c", "x", [], correct=True),  # no references: its judgement
+    ]
+    client = fold(preds).scenarios["news"].accuracy
+    helm = fold(preds, settings_=settings(references_win=True)).scenarios["news"].accuracy
+    assert client.metric.value == pytest.approx((0 + 0 + 1) / 3)  # the judgements win
+    assert client.sources == {"references": 1, "client": 2}
+    assert helm.metric.value == pytest.approx((1 + 0 + 1) / 3)  # HELM: a's references win
+    assert helm.sources == {"references": 2, "client": 1}

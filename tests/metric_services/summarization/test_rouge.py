@@ -7,7 +7,7 @@ import random
 import pytest
 from rouge_score import rouge_scorer  # a dev dependency: the reference implementation
 
-from metric_services.summarization import rouge
+from metric_services.shared import rouge
 from tests.metric_services.summarization.support import cases
 
 

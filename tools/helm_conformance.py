@@ -1,0 +1,80 @@
+"""Compute HELM's own values for the conformance fixture, with crfm-helm 0.5.16 from PyPI.
+
+Builds an isolated virtual environment (not a project dependency, not run in CI): crfm-helm 0.5.16
+without its dependencies, then HELM's declared requirements except the heavy ones that no metric
+class used here imports (torch, torchvision, transformers, spacy: the full environment is several
+GB). Then runs tools/helm_side.py in it, which feeds the fixture (tools/conformance_fixture.py) to
+HELM's metric code and writes HELM's values as JSON next to the fixture; tests/test_helm_conformance.py
+compares the service's profile with them.
+
+    python tools/helm_conformance.py [--venv ~/.cache/holistic/helm-0.5.16] [--fixture ...] [--out ...]
+
+NLTK's `punkt_tab` (for HELM's BLEU and bias tokenization) is a download from GitHub that HELM makes
+at run time; the tool gives HELM an empty English `punkt_tab` instead (untrained Punkt), which is
+exactly what the service does (README, Conformance), so the comparison isolates everything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import venv
+from pathlib import Path
+
+HELM_VERSION = "0.5.16"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_DIR = ROOT / "tests" / "fixtures" / "helm_conformance"
+HEAVY = {"torch", "torchvision", "transformers", "spacy"}
+PUNKT_FILES = ("collocations.tab", "sent_starters.txt", "abbrev_types.txt", "ortho_context.tab")
+
+
+def build_venv(path: Path) -> Path:
+    """The environment's python, with crfm-helm and its light requirements installed (idempotent)."""
+    python = path / "bin" / "python"
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, "--no-deps", f"crfm-helm=={HELM_VERSION}"], check=True)
+    requires = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m, json; print(json.dumps(m.requires('crfm-helm')))"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    wanted = [r for r in json.loads(requires) if "extra ==" not in r and _name(r) not in HEAVY]
+    # modules HELM's common imports need that its metadata leaves to extras
+    subprocess.run([*pip, *wanted, "pyhocon", "colorlog", "mako"], check=True)
+    return python
+
+
+def _name(requirement: str) -> str:
+    for sep in "<>=~!; [":
+        requirement = requirement.split(sep, 1)[0]
+    return requirement.strip().lower()
+
+
+def empty_punkt(nltk_data: Path) -> Path:
+    """An NLTK data folder whose English punkt_tab has no trained parameters."""
+    english = nltk_data / "tokenizers" / "punkt_tab" / "english"
+    english.mkdir(parents=True, exist_ok=True)
+    for name in PUNKT_FILES:
+        (english / name).touch()
+    return nltk_data
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--venv", type=Path, default=Path.home() / ".cache" / "holistic" / f"helm-{HELM_VERSION}")
+    ap.add_argument("--fixture", type=Path, default=FIXTURE_DIR / "predictions.jsonl")
+    ap.add_argument("--out", type=Path, default=FIXTURE_DIR / "helm_values.json")
+    args = ap.parse_args()
+    python = build_venv(args.venv)
+    nltk_data = empty_punkt(args.venv / "nltk_data")
+    env = {"NLTK_DATA": str(nltk_data), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    subprocess.run(
+        [str(python), str(ROOT / "tools" / "helm_side.py"), str(args.fixture), str(args.out)], check=True, env=env
+    )
+    print(f"HELM {HELM_VERSION} values -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
