@@ -108,14 +108,14 @@ def test_the_compose_file_runs_scales_and_survives_a_sigkill(images):
         per_model = Counter(ln.prediction.model for ln in lines if ln.prediction is not None)
         with Client(gateway) as client:
             report = client.submit_lines(iter(lines), batch_size=500)
-            assert report.accepted == sum(per_model.values()) == 6651 and not report.rejected
+            assert report.accepted == sum(per_model.values()) == 7179 and not report.rejected
             wait_applied(client, sorted(per_model), timeout_s=600)
             for model, n in per_model.items():
                 profile = client.get_profile(model)
                 assert profile.counts.accepted_predictions == n
                 assert {f.family: f.count for f in profile.families} == dict.fromkeys(
-                    ["accuracy", "bias", "calibration", "efficiency", "fairness", "robustness", "summarization",
-                     "toxicity"], n)  # fmt: skip
+                    ["accuracy", "bias", "calibration", "efficiency", "fairness", "retrieval", "robustness",
+                     "summarization", "toxicity"], n)  # fmt: skip
                 assert all(d.HasField("score") for d in profile.dimensions), model
 
             # the quality exporter's series equal the gateway's profile; a GenAI span comes in over OTLP

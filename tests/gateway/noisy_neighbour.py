@@ -70,6 +70,7 @@ class Service:
             HOLISTIC_GATEWAY_ADDRESS=self.address,
             HOLISTIC_TOKENS=TOKENS,
             HOLISTIC_BLOCK_MS="200",
+            HOLISTIC_FAMILIES="accuracy",  # the gateway makes its group at start, as `holistic up` does
             PYTHONUNBUFFERED="1",
             **env,
         )

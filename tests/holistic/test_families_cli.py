@@ -25,7 +25,7 @@ def test_add_list_and_remove_a_familys_group(r, redis_url):
     assert listed.exit_code == 0, listed.output
     rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
             for line in listed.output.splitlines() if line.startswith("│")}  # fmt: skip
-    assert rows["accuracy"] == ["1", "accuracy", "yes", "yes", "1"]  # one batch not yet applied
+    assert rows["accuracy"] == ["2", "accuracy", "yes", "yes", "1"]  # one batch not yet applied
     assert rows["efficiency"] == ["1", "efficiency", "yes", "yes", "1"]
     assert rows["toxicity"] == ["2", "toxicity", "yes", "no", ""]
     assert rows["summarization"][1] == ""  # no axis of its own: it feeds accuracy

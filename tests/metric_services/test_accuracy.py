@@ -296,15 +296,16 @@ def test_report_metrics_are_unweighted_means_over_scenarios(folded):
     # exact_match over the scenarios whose task defines it (not news, summarization):
     # (1/4 + 1/5 + 1/3) / 3 = (15 + 12 + 20)/60 / 3 = 47/180.
     assert report["exact_match"].value == pytest.approx(47 / 180, abs=1e-12)
-    assert report["exact_match"].count == 3
+    # n counts the predictions behind the mean (mmlu 4 + imdb 5 + qa 3), as every other table's n does
+    assert report["exact_match"].count == 4 + 5 + 3
     # prefix_exact_match: multiple choice and classification only: (1/4 + 1/5) / 2 = 9/40.
     assert report["prefix_exact_match"].value == pytest.approx(9 / 40, abs=1e-12)
-    assert report["prefix_exact_match"].count == 2
+    assert report["prefix_exact_match"].count == 4 + 5
     # f1_score: open QA only (not mmlu, imdb nor news) -> 13/18 from qa alone.
     assert report["f1_score"].value == pytest.approx(13 / 18, abs=1e-12)
-    assert report["f1_score"].count == 1
-    assert report["classification_macro_f1"].count == 1
-    assert report["rouge_l"].count == 1
+    assert report["f1_score"].count == 3
+    assert report["classification_macro_f1"].count == 5  # imdb's predictions
+    assert report["rouge_l"].count == 3  # qa's
 
 
 def test_accuracy_dimension_is_mean_over_scored_scenarios(folded):
