@@ -15,13 +15,14 @@ changes whether that period is a token of its own.
 
 from __future__ import annotations
 
-import warnings
+import math
+import sys
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
 from nltk.tokenize.destructive import NLTKWordTokenizer
 from nltk.tokenize.punkt import PunktSentenceTokenizer
-from nltk.translate.bleu_score import sentence_bleu
 
 from metric_services.shared import rouge
 
@@ -38,11 +39,41 @@ def word_tokenize(text: str) -> tuple[str, ...]:
     return tuple(tok for sent in _SENTENCES.tokenize(text) for tok in _WORDS.tokenize(sent))
 
 
+def _ngrams(tokens: tuple[str, ...], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
+
+
+def bleu_1_4(gold: str, pred: str) -> tuple[float, float]:
+    """nltk's `sentence_bleu([gold], pred, weights)` for BLEU_1 and BLEU_4 at once, computed as nltk
+    computes it (corpus_bleu of one pair: clipped n-gram counts for n = 1..4, 0 without a unigram
+    match, method0's sys.float_info.min for a zero count, brevity penalty against the one reference),
+    from one set of counts instead of two full passes (tests/metric_services/test_generation_metrics.py
+    checks it against nltk)."""
+    g, h = word_tokenize(gold), word_tokenize(pred)
+    precisions: list[float] = []
+    for n in range(1, 5):
+        counts = _ngrams(h, n) if len(h) >= n else Counter()
+        ref = _ngrams(g, n)
+        numerator = sum(min(c, ref[gram]) for gram, c in counts.items())
+        if n == 1 and numerator == 0:
+            return 0.0, 0.0
+        denominator = max(1, sum(counts.values()))
+        precisions.append(numerator / denominator if numerator else sys.float_info.min)
+    c, r = len(h), len(g)
+    bp = 1.0 if c > r else math.exp(1 - r / c)
+    logs = [math.log(p) for p in precisions]
+    return (
+        bp * math.exp(math.fsum(w * lp for w, lp in zip(BLEU_1, logs, strict=True))),
+        bp * math.exp(math.fsum(w * lp for w, lp in zip(BLEU_4, logs, strict=True))),
+    )
+
+
 def bleu(gold: str, pred: str, weights: tuple[float, float, float, float]) -> float:
-    """nltk's sentence_bleu of one output against one reference, as HELM calls it."""
-    with warnings.catch_warnings():  # nltk warns on every zero n-gram count
-        warnings.simplefilter("ignore")
-        return float(sentence_bleu([list(word_tokenize(gold))], list(word_tokenize(pred)), weights=weights))
+    """One of HELM's two BLEUs of one output against one reference."""
+    if weights not in (BLEU_1, BLEU_4):
+        raise ValueError(f"weights {weights}: HELM uses BLEU_1 {BLEU_1} and BLEU_4 {BLEU_4}")
+    b1, b4 = bleu_1_4(gold, pred)
+    return b1 if weights == BLEU_1 else b4
 
 
 def generation_scores(references: Sequence[str], output: str) -> tuple[float, float, float]:
@@ -52,6 +83,6 @@ def generation_scores(references: Sequence[str], output: str) -> tuple[float, fl
     prepared = rouge.Prepared(pred)
     for gold in references:
         rl = max(rl, rouge.score_prepared(rouge.Prepared(gold), prepared)[2].fmeasure)
-        b1 = max(b1, bleu(gold, pred, BLEU_1))
-        b4 = max(b4, bleu(gold, pred, BLEU_4))
+        g1, g4 = bleu_1_4(gold, pred)
+        b1, b4 = max(b1, g1), max(b4, g4)
     return rl, b1, b4

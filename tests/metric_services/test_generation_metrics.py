@@ -56,3 +56,23 @@ def test_max_over_references_each_metric_on_its_own():
 def test_rouge_l_equals_rouge_score(gold, pred):
     expected = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True).score(gold, pred.strip())["rougeL"].fmeasure
     assert generation_scores([gold], pred)[0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_bleu_equals_nltks_sentence_bleu_on_random_texts():
+    """The one-pass BLEU_1/BLEU_4 against the nltk call HELM makes, on random short texts over a small
+    vocabulary (repeats, clipping, outputs shorter and longer than the reference, no match at all)."""
+    import random
+    import warnings
+
+    from nltk.translate.bleu_score import sentence_bleu
+
+    rng = random.Random(11)
+    words = ["the", "cat", "sat", "on", "a", "mat", "The", ".", ",", "dog", "ran", "😀"]
+    for _ in range(400):
+        gold = " ".join(rng.choices(words, k=rng.randint(1, 12)))
+        pred = " ".join(rng.choices(words, k=rng.randint(0, 12)))
+        for weights in (BLEU_1, BLEU_4):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = float(sentence_bleu([list(word_tokenize(gold))], list(word_tokenize(pred)), weights=weights))
+            assert bleu(gold, pred, weights) == expected, (gold, pred, weights)
