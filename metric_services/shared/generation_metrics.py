@@ -20,23 +20,32 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from nltk.tokenize.destructive import NLTKWordTokenizer
-from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-from metric_services.shared import rouge
+if TYPE_CHECKING:
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 GENERATION_METRICS = ("rouge_l", "bleu_1", "bleu_4")
-_SENTENCES = PunktSentenceTokenizer()
-_WORDS = NLTKWordTokenizer()
 BLEU_1 = (1.0, 0.0, 0.0, 0.0)
 BLEU_4 = (0.0, 0.0, 0.0, 1.0)
+
+
+@lru_cache(maxsize=1)
+def _tokenizers() -> tuple[PunktSentenceTokenizer, NLTKWordTokenizer]:
+    """Made on first use: importing nltk costs about a second, which a worker (re)start should not pay
+    before it has an open-ended prediction to score."""
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    return PunktSentenceTokenizer(), NLTKWordTokenizer()
 
 
 @lru_cache(maxsize=4096)
 def word_tokenize(text: str) -> tuple[str, ...]:
     """nltk.word_tokenize (Punkt sentences, then Treebank words), with untrained Punkt."""
-    return tuple(tok for sent in _SENTENCES.tokenize(text) for tok in _WORDS.tokenize(sent))
+    sentences, words = _tokenizers()
+    return tuple(tok for sent in sentences.tokenize(text) for tok in words.tokenize(sent))
 
 
 def _ngrams(tokens: tuple[str, ...], n: int) -> Counter[tuple[str, ...]]:
@@ -78,6 +87,8 @@ def bleu(gold: str, pred: str, weights: tuple[float, float, float, float]) -> fl
 
 def generation_scores(references: Sequence[str], output: str) -> tuple[float, float, float]:
     """(rouge_l, bleu_1, bleu_4), each the max over references, of the stripped output."""
+    from metric_services.shared import rouge  # nltk's Porter stemmer: on first use (see _tokenizers)
+
     pred = output.strip()
     rl = b1 = b4 = 0.0
     prepared = rouge.Prepared(pred)
