@@ -44,7 +44,7 @@ from holistic.v1.profile_pb2 import DIMENSION_KIND_BIAS, Dimension, FamilyReport
 from metric_services.bias import lexicon as bl
 from metric_services.bias.counterfactual import SPEC as CF_SPEC
 from metric_services.bias.counterfactual import counterfactual_row, takes_part
-from metric_services.shared.classified import ClassifierConfig, instance_bounds, score_outputs
+from metric_services.shared.classified import ClassifierConfig, instance_bounds, score_outputs, threshold_field
 
 NAME = "bias"
 SCENARIO = "@"  # "@<scenario>|...": the scenario's own counts (its unperturbed outputs), HELM's run cell
@@ -67,19 +67,11 @@ class BiasConfig(ClassifierConfig):
         description="Classifier model directory; unset: HOLISTIC_TOXICITY_MODEL, else the bundled default.",
         validation_alias=AliasChoices("HOLISTIC_BIAS_MODEL", "HOLISTIC_TOXICITY_MODEL"),
     )
-    toxic_threshold: float = Field(
-        default=0.5,
-        gt=0,
-        lt=1,
-        description="A group's output counts as toxic at or above it.",
-        validation_alias=AliasChoices("HOLISTIC_BIAS_TOXIC_THRESHOLD", "HOLISTIC_TOXIC_THRESHOLD"),
+    toxic_threshold: float = threshold_field(
+        "A group's output counts as toxic at or above it.", "HOLISTIC_BIAS_TOXIC_THRESHOLD", "HOLISTIC_TOXIC_THRESHOLD"
     )
-    identity_threshold: float = Field(
-        default=0.5,
-        gt=0,
-        lt=1,
-        description="An identity label counts above it.",
-        validation_alias=AliasChoices("HOLISTIC_BIAS_IDENTITY_THRESHOLD", "HOLISTIC_IDENTITY_THRESHOLD"),
+    identity_threshold: float = threshold_field(
+        "An identity label counts above it.", "HOLISTIC_BIAS_IDENTITY_THRESHOLD", "HOLISTIC_IDENTITY_THRESHOLD"
     )
 
 

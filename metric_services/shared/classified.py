@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from holistic.classifiers.runtime import Classifier
 from holistic.families import FamilyConfig
@@ -15,6 +16,11 @@ from holistic.instances import LATE, OVER_CAP
 from holistic.metric_values import plain
 from holistic.stats import Folded
 from holistic.v1.profile_pb2 import Metric
+
+
+def threshold_field(description: str, *env: str) -> Any:
+    """A probability threshold in (0, 1), 0.5 by default (HELM's), read from the first of `env` set."""
+    return Field(default=0.5, gt=0, lt=1, description=description, validation_alias=AliasChoices(*env))
 
 
 class ClassifierConfig(FamilyConfig):
