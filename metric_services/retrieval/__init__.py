@@ -58,7 +58,7 @@ class RetrievalFamily(FamilyBase):
         parts = {
             scn: report.scenario_part(scn, f, self.config, settings)
             for scn, f in sorted(report.by_scenario(stats).items())
-            if f.get("rankings") or any(k.endswith("|n") for k in f)
+            if f.get("rankings") or f.names(having="n")
         }
         rep = report.family_report(stats, parts)
         return FamilyFold(report=rep, scenarios={scn: part for scn, (part, _) in parts.items()})

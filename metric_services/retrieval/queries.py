@@ -26,6 +26,7 @@ from operator import mul
 from holistic.families import Partial, prediction_minute
 from holistic.instances import SEP, Reducer, Row
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stat_keys import key
 from holistic.stats import Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.retrieval.config import RetrievalConfig, Track
@@ -66,9 +67,9 @@ class QuerySpec:
             elif kind == "t:":
                 cuts.append(slot[2:])
         if not runs:
-            return {f"{scn}|{UNRANKED}": 1.0}
+            return {key(scn, UNRANKED): 1.0}
         if not rels:
-            return {f"{scn}|{PENDING}": 1.0}
+            return {key(scn, PENDING): 1.0}
         track = self.config.track(scn)
         judged = list(rels.values())
         best = min(runs)  # one run per id; a different one resent under it: the least, whatever the order
@@ -86,7 +87,7 @@ class QuerySpec:
 @lru_cache(maxsize=4096)
 def fields(scn: str, track: Track, topk: int | None) -> tuple[str, ...]:
     """The statistics field prefixes of the scenario's metrics."""
-    return tuple(f"{scn}|{n if topk is None else topk_name(n, topk)}" for n in names(track))
+    return tuple(key(scn, n if topk is None else topk_name(n, topk)) for n in names(track))
 
 
 class _Sums:
@@ -100,9 +101,9 @@ class _Sums:
     def emit(self, st: Stats, prefixes: tuple[str, ...]) -> None:
         n = len(self.rows)
         for prefix, col in zip(prefixes, zip(*self.rows, strict=True), strict=True):
-            st.incr(f"{prefix}|n", n)
-            st.add(f"{prefix}|sum", sum(col))
-            st.add(f"{prefix}|sumsq", sum(map(mul, col, col)))
+            st.incr(key(prefix, "n"), n)
+            st.add(key(prefix, "sum"), sum(col))
+            st.add(key(prefix, "sumsq"), sum(map(mul, col, col)))
 
 
 def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
@@ -125,7 +126,7 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
             continue
         scn = p.scenario
         if p.HasField("perturbation"):
-            out[minute].incr(f"{scn}|perturbed")
+            out[minute].incr(key(scn, "perturbed"))
             continue
         ranking = p.ranking
         instance = scn + SEP + p.id
@@ -139,7 +140,7 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
         else:
             ids, rels = run(ranking, kind, yes, no, limit), judgments(ranking)
         if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
-            out[minute].incr(f"{scn}|judgment_rows")
+            out[minute].incr(key(scn, "judgment_rows"))
             rows.extend(Row(instance, "j:" + _slot_id(d), float(r), minute) for d, r in rels.items())
             continue
         c = counts.get((minute, scn))
@@ -164,8 +165,8 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
             rows.append(Row(instance, "t:" + ",".join(_slot_id(d) for d in cut[:MAX_K]), 1.0, minute))
     for (minute, scn), (n_rankings, n_documents) in counts.items():
         st = out[minute]
-        st.incr(f"{scn}|rankings", n_rankings)
-        st.incr(f"{scn}|documents", n_documents)
+        st.incr(key(scn, "rankings"), n_rankings)
+        st.incr(key(scn, "documents"), n_documents)
     for (minute, scn, k), acc in sums.items():
         acc.emit(out[minute], fields(scn, config.track(scn), k))
     return Partial(dict(out), spec, rows)

@@ -8,6 +8,7 @@ instance's perturbations, and group fairness averages it per group.
 from __future__ import annotations
 
 from holistic.settings import Settings
+from holistic.stat_keys import Fields
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared.reference_metrics import METRICS, scores
 
@@ -21,6 +22,7 @@ MAIN_METRIC_BY_TASK = {
     pb.TASK_RANKING: "",
 }
 DEFAULT_MAIN_METRIC = "quasi_exact_match"
+TASK = "task:"  # a scenario's part "task:<n>": its predictions of task n
 _INDEX = {name: i for i, name in enumerate(METRICS)}
 
 
@@ -44,7 +46,7 @@ def prediction_score(p: pb.Prediction, metric: str, references_win: bool = False
     return scores(list(p.references), p.output)[i]  # type: ignore[index]
 
 
-def majority_task(fields: dict[str, float]) -> int:
+def majority_task(fields: Fields) -> int:
     """The task most of a scenario's predictions carry, from its "task:<n>" counts (ties: lowest)."""
-    tasks = {int(k[5:]): v for k, v in fields.items() if k.startswith("task:")}
+    tasks = {int(t): v for t, v in fields.marked(TASK).items()}
     return max(tasks, key=lambda t: (tasks[t], -t)) if tasks else pb.TASK_UNSPECIFIED
