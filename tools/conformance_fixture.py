@@ -182,13 +182,37 @@ def rankings() -> list[pb.Prediction]:
     out: list[pb.Prediction] = []
     # HELM's binary ranking adapter, regular track (binary judgments)
     R = "msmarco_regular"
-    out.append(_binary(R, "r1", [("d1", 0, 1, "Yes", -0.1), ("d2", None, 2, "No", -0.05), ("d3", 1, 3, "Yes", -0.4),
-                                 ("d4", None, 4, "Yes", -0.2), ("d5", 0, 5, "No", -2.0), ("d6", None, 6, "No", -0.3)]))
+    out.append(
+        _binary(
+            R,
+            "r1",
+            [
+                ("d1", 0, 1, "Yes", -0.1),
+                ("d2", None, 2, "No", -0.05),
+                ("d3", 1, 3, "Yes", -0.4),
+                ("d4", None, 4, "Yes", -0.2),
+                ("d5", 0, 5, "No", -2.0),
+                ("d6", None, 6, "No", -0.3),
+            ],
+        )
+    )
     # ties in log-probability (HELM's stable sort keeps the documents' order), answers in other case and
     # spacing, neither Yes nor No, and a document without a result
-    out.append(_binary(R, "r2", [("a", None, 3, " yes", -0.5), ("b", 1, 1, "Yes", -0.5), ("c", None, 2, "YES\n", -0.5),
-                                 ("d", None, 5, "Maybe", -0.1), ("e", 1, 4, None, 0.0), ("f", 0, 7, " no ", -0.5),
-                                 ("g", None, 8, "No", -0.5)]))
+    out.append(
+        _binary(
+            R,
+            "r2",
+            [
+                ("a", None, 3, " yes", -0.5),
+                ("b", 1, 1, "Yes", -0.5),
+                ("c", None, 2, "YES\n", -0.5),
+                ("d", None, 5, "Maybe", -0.1),
+                ("e", 1, 4, None, 0.0),
+                ("f", 0, 7, " no ", -0.5),
+                ("g", None, 8, "No", -0.5),
+            ],
+        )
+    )
     out.append(_binary(R, "r3", [("x1", 0, 1, "Yes", -0.2), ("x2", 0, 2, "No", -0.1), ("x3", None, 3, "Yes", -0.3)]))
     # 25 documents: relevant ones at model ranks 12 and 22; retriever ranks 1..25 (topk keeps 11)
     many: list[BinaryDoc] = [(f"m{i:02d}", None, i + 1, "No", -0.01 * (i + 1)) for i in range(25)]
@@ -202,8 +226,20 @@ def rankings() -> list[pb.Prediction]:
 
     # binary form, TREC track: graded judgments 0-3
     T = "msmarco_trec"
-    out.append(_binary(T, "t1", [("a", 3, 4, "No", -0.3), ("b", 1, 1, "Yes", -0.1), ("c", 2, 2, "Yes", -0.2),
-                                 ("d", 0, 3, "Yes", -0.05), ("e", None, 5, "No", -1.0), ("f", 2, None, "No", -0.01)]))
+    out.append(
+        _binary(
+            T,
+            "t1",
+            [
+                ("a", 3, 4, "No", -0.3),
+                ("b", 1, 1, "Yes", -0.1),
+                ("c", 2, 2, "Yes", -0.2),
+                ("d", 0, 3, "Yes", -0.05),
+                ("e", None, 5, "No", -1.0),
+                ("f", 2, None, "No", -0.01),
+            ],
+        )
+    )
     # only grade-1 documents: nothing relevant for RR/Recall/Success, NDCG > 0
     out.append(_binary(T, "t2", [("a", 1, 1, "Yes", -0.2), ("b", 0, 2, "Yes", -0.1), ("c", 1, 3, "No", -0.4)]))
     # many grades, ties, a relevant document at rank 7 and one at 13
@@ -213,18 +249,30 @@ def rankings() -> list[pb.Prediction]:
     out.append(_binary(T, "t3", trec))
 
     # ORDER form, TREC track: judged documents the run does not retrieve, unjudged retrieved ones, an empty run
-    O = "ranked_order"
+    ORD = "ranked_order"
     docs = [_doc("α", 3, 2), _doc("b", 2, 1), _doc("c", 0, 3), _doc("d", None, 4), _doc("e", 1, 5), _doc("f", 2, 12)]
-    out.append(_ranking(O, "o1", docs, ["d", "b", "c", "α"]))
-    out.append(_ranking(O, "o2", [_doc(f"k{i}", (i * 7) % 4, i + 1) for i in range(12)],
+    out.append(_ranking(ORD, "o1", docs, ["d", "b", "c", "α"]))
+    out.append(_ranking(ORD, "o2", [_doc(f"k{i}", (i * 7) % 4, i + 1) for i in range(12)],
                         [f"k{i}" for i in (11, 3, 5, 0, 9, 2, 8, 1)]))  # fmt: skip
-    out.append(_ranking(O, "o3", [_doc("a", 2, 1), _doc("b", 0, 2)], []))
+    out.append(_ranking(ORD, "o3", [_doc("a", 2, 1), _doc("b", 0, 2)], []))
     # SCORES form, regular track: ties broken by document id (descending, as trec_eval), unscored documents
     # not retrieved, non-ASCII ids
     S = "ranked_scores"
-    out.append(_ranking(S, "s1", [_doc("a", 1, 1, score=0.5), _doc("b", 0, 2, score=0.5), _doc("ä", 0, 3, score=0.9),
-                                  _doc("c", None, 4, score=0.1), _doc("z", 1, 5)]))
-    out.append(_ranking(S, "s2", [_doc("a", 2, 1, score=-1.0), _doc("b", 1, 2, score=-1.0), _doc("c", 0, 3, score=-3.0)]))
+    out.append(
+        _ranking(
+            S,
+            "s1",
+            [
+                _doc("a", 1, 1, score=0.5),
+                _doc("b", 0, 2, score=0.5),
+                _doc("ä", 0, 3, score=0.9),
+                _doc("c", None, 4, score=0.1),
+                _doc("z", 1, 5),
+            ],
+        )
+    )
+    tied = [_doc("a", 2, 1, score=-1.0), _doc("b", 1, 2, score=-1.0), _doc("c", 0, 3, score=-3.0)]
+    out.append(_ranking(S, "s2", tied))
     # its own scenario (a documented departure): a tie across the RR@5 cutoff, ranks 5 and 6 both score
     # 0.3, the relevant document first in submission order and second in trec_eval's order
     cut = [_doc(f"h{i}", 0, i + 1, score=1.0 - 0.1 * i) for i in range(4)]

@@ -203,7 +203,7 @@ def binary_query_stats(metric: RankingMetric, row: dict[str, Any]) -> list[Stat]
     """evaluate_references over one request state per document, as the binary ranking adapter makes them."""
     docs = row["ranking"]["documents"]
     references = []
-    for i, d in enumerate(docs):
+    for d in docs:
         tags = [f"docid={d['id']}"]
         rel = int(d["relevance"]) if "relevance" in d else None
         if rel in MSMARCOScenario.GOLD_RELATIONS[metric_track(metric)]:
