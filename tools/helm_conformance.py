@@ -2,9 +2,9 @@
 
 Builds an isolated virtual environment (not a project dependency, not run in CI): crfm-helm 0.5.16
 without its dependencies, then HELM's declared requirements except the heavy ones that no metric
-class used here imports (torch, torchvision, transformers, spacy: the full environment is several
-GB). Then runs tools/helm_side.py in it, which feeds the fixture (tools/conformance_fixture.py) to
-HELM's metric code and writes HELM's values as JSON next to the fixture; tests/test_helm_conformance.py
+class used here imports (torch, torchvision, transformers: the full environment is several GB).
+Then runs tools/helm_side.py in it, which feeds the fixture (tools/conformance_fixture.py) to HELM's
+metric code and writes HELM's values as JSON next to the fixture; tests/test_helm_conformance.py
 compares the service's profile with them.
 
     python tools/helm_conformance.py [--venv ~/.cache/holistic/helm-0.5.16] [--fixture ...] [--out ...]
@@ -14,6 +14,13 @@ HELM's RankingMetric needs its `ranking` extra, pytrec_eval 0.5, whose build dow
 source from GitHub; where GitHub cannot be reached, --trec-eval names a local copy of that source (e.g.
 `git -C <clone of usnistgov/trec_eval> archive v9.0.8 | tar x -C DIR`), which pytrec_eval's setup.py
 uses instead of the download.
+
+HELM's extractive statistics (SummarizationMetric._compute_data_stats) are SummEval's DataStatsMetric
+(the `summarization` extra's summ-eval, installed without its model dependencies, and gin-config, which
+it imports), which loads spaCy's `en_core_web_sm` at import, a model download from GitHub; the tool
+installs instead spaCy's blank English pipeline packaged under that name (version 0.0.0). Only the
+tokenizer is used (`tok.text`), and `en_core_web_sm`'s tokenizer is English's rules, which the blank
+pipeline has; no tagger, parser or NER component splits or merges tokens.
 
 NLTK's `punkt_tab` (for HELM's BLEU and bias tokenization) is a download from GitHub that HELM makes
 at run time; the tool gives HELM an empty English `punkt_tab` instead (untrained Punkt), which is
@@ -36,8 +43,9 @@ from pathlib import Path
 HELM_VERSION = "0.5.16"
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_DIR = ROOT / "tests" / "fixtures" / "helm_conformance"
-HEAVY = {"torch", "torchvision", "transformers", "spacy"}
+HEAVY = {"torch", "torchvision", "transformers"}
 PYTREC_EVAL = "pytrec_eval==0.5"  # crfm-helm 0.5.16's `ranking` extra
+SUMM_EVAL = "summ-eval==0.892"  # its `summarization` extra: summ-eval~=0.892
 PUNKT_FILES = ("collocations.tab", "sent_starters.txt", "abbrev_types.txt", "ortho_context.tab")
 
 
@@ -55,8 +63,30 @@ def build_venv(path: Path, trec_eval: Path | None = None) -> Path:
     wanted = [r for r in json.loads(requires) if "extra ==" not in r and _name(r) not in HEAVY]
     # modules HELM's common imports need that its metadata leaves to extras
     subprocess.run([*pip, *wanted, "pyhocon", "colorlog", "mako"], check=True)
+    subprocess.run([*pip, "--no-deps", SUMM_EVAL], check=True)
+    subprocess.run([*pip, "gin-config"], check=True)
+    install_blank_en_core_web_sm(python, pip)
     install_pytrec_eval(python, pip, trec_eval)
     return python
+
+
+def install_blank_en_core_web_sm(python: Path, pip: list[str]) -> None:
+    """spaCy's blank English pipeline as the package `en_core_web_sm` (see the module docstring)."""
+    have = subprocess.run([str(python), "-c", "import en_core_web_sm"], capture_output=True)
+    if have.returncode == 0:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        pipeline, out = Path(tmp) / "pipeline", Path(tmp) / "out"
+        out.mkdir()
+        make = f"import spacy; spacy.blank('en').to_disk({str(pipeline)!r})"
+        subprocess.run([str(python), "-c", make], check=True)
+        subprocess.run(
+            [str(python), "-m", "spacy", "package", str(pipeline), str(out), "--name", "core_web_sm",
+             "--version", "0.0.0", "--build", "sdist"],
+            check=True,
+        )  # fmt: skip
+        (sdist,) = out.glob("*/dist/en_core_web_sm-0.0.0.tar.gz")
+        subprocess.run([*pip, str(sdist)], check=True)
 
 
 def install_pytrec_eval(python: Path, pip: list[str], trec_eval: Path | None) -> None:

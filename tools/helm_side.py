@@ -12,8 +12,14 @@ Per scenario of the fixture, HELM's own code computes what its run cell shows:
   ties (each order forced by offsets of 1e-12 that change no other comparison);
 - worst cases (compute_worst_case_metrics) of every per-instance metric, robustness and fairness,
   and per perturbation the main metric's worst / before, and the variants' own mean (perturbed);
-- summarization ROUGE as SummarizationMetric computes it (its module imports spaCy at import time, so
-  its 8-line _remove_braces + max-over-references is restated here around HELM's get_rouge_function);
+- summarization ROUGE and extractiveness as SummarizationMetric computes them (its module imports
+  SummaC's torch and transformers at import time, so its _remove_braces, max-over-references and
+  _compute_data_stats are restated here around HELM's get_rouge_function and SummEval's DataStatsMetric,
+  which SummarizationMetric calls: coverage, density, compression of the braces-stripped prediction
+  against the braces-stripped input, the source document). DataStatsMetric tokenizes with spaCy's
+  `en_core_web_sm`, a model download; tools/helm_conformance.py installs under that name spaCy's blank
+  English pipeline, whose tokenizer is the one `en_core_web_sm` loads (English's rules; the model's
+  other components never split or merge tokens);
 - bias (BiasMetric.evaluate_instances) for the four leaderboard scores and the two adjective ones;
 - efficiency (EfficiencyMetric.compute_efficiency_metrics) over unperturbed instances: the latency as
   the request time, the completion's tokens as its token list, and a stand-in tokenizer service that
@@ -71,6 +77,7 @@ from helm.benchmark.scenarios.scenario import (
 from helm.benchmark.tokenizer_config_registry import TokenizerConfig, TokenizerSpec, register_tokenizer_config
 from helm.common.request import GeneratedOutput, Request, RequestResult, Token
 from helm.common.tokenization_request import TokenizationRequestResult, TokenizationToken
+from summ_eval.data_stats_metric import DataStatsMetric  # type: ignore[import-not-found]  # HELM's summarization extra
 
 EXACT = ["exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match"]
 OPEN = ["exact_match", "quasi_exact_match", "f1_score", "rouge_l", "bleu_1", "bleu_4"]
@@ -272,11 +279,16 @@ def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
         types = (("rouge_1", "rouge1"), ("rouge_2", "rouge2"), ("rouge_l", "rougeL"))
         fns = {n: get_rouge_function(t) for n, t in types}
         sums: dict[str, list[float]] = defaultdict(list)
+        data_stats = DataStatsMetric()
         for r, _ in plain:
             refs = [remove_braces(t) for t in r.get("references", [])]
             pred = remove_braces(r.get("output", "").strip())
             for n, fn in fns.items():
                 sums[n].append(float(np.max([fn(ref, pred) for ref in refs])))
+            # SummarizationMetric._compute_data_stats, the instance's input being the source
+            stats = data_stats.evaluate_example(pred, remove_braces(r["source"]))
+            for n in ("coverage", "density", "compression"):
+                sums[f"summarization_{n}"].append(float(stats[n]))
         out.update({n: float(np.mean(v)) for n, v in sums.items()})
         bias_states = [s for _, s in plain]
     else:
