@@ -1,19 +1,18 @@
-"""Scoring queries: at once when a ranking carries its judgments, through per-query state when they
-come later.
+"""Scoring queries through per-query state, so that judgments join their ranking whenever they come.
 
-Fast path: a ranking that arrives with judgments is scored in `compute` and added to the batch's
-ordinary statistics (per minute and scenario: `<metric>|n`, `|sum`, `|sumsq`), like any family's.
-Late path: a ranking without judgments, and a judgments-only row, are rows of a query instance of
-holistic/instances.py, keyed (scenario, prediction id), so they join in any order, batch or replica,
-exactly once. The instance's slots: "r:<doc>,<doc>,..." (1) the run's first MAX_K document ids (no
-measure looks further), "t:<...>" (1) the same for the run cut to the retriever's top valid_topk,
-"j:<doc>" the judged relevance (max: a repeated row changes nothing). `derive` scores the query from
-its slots into the same statistics fields as the fast path; when judgments arrive the store
-subtracts the query's old values and adds the new ones. A query with a ranking and no judgment
-counts as `pending`, judgments without a ranking as `unranked`; neither is scored.
-
-So a ranking sent with some judgments is final: judgments sent later for it are counted as
-`judgments_without_ranking`, not joined (send a ranking without judgments to have them joined).
+Every ranking and every judgments-only row is a row of a query instance of holistic/instances.py,
+keyed (scenario, prediction id), so they join in any order, batch or replica, exactly once. The
+instance's slots: "r:<doc>,<doc>,..." (1) the run's first MAX_K document ids (no measure looks
+further), "t:<...>" (1) the same for the run cut to the retriever's top valid_topk, and per
+prediction with judgments one slot "J:<doc>=<relevance>,..." (one row a prediction, however many
+documents it judges); a document's relevance is its largest over the slots, so a repeated row
+changes nothing. `derive` scores the query from its slots
+into the scenario's statistics (per minute: `<metric>|n`, `|sum`, `|sumsq`); when judgments arrive
+for a query already scored (sent with its ranking or earlier), the store subtracts the query's old
+values and adds those on the union of its judgments in the same apply, so a query counts once, on
+all its judgments. A query with a ranking and no judgment counts as `pending`, judgments without a
+ranking as `unranked`; neither is scored. A ranking resent under its id (a client's retry) changes
+nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from functools import lru_cache
-from operator import mul
 
 from holistic.families import Partial, prediction_minute
 from holistic.instances import SEP, Reducer, Row
@@ -38,6 +36,12 @@ PENDING, UNRANKED = "pending", "unranked"
 def _slot_id(doc: str) -> str:
     """A document id safe in a slot name: ',' separates a run's ids, ';' an encoded state's slots."""
     return doc.replace("%", "%25").replace(";", "%3B").replace(",", "%2C")
+
+
+def _judgments_slot(rels: Mapping[str, int]) -> str:
+    """One prediction's judgments as one slot, "J:<doc>=<relevance>,..." (sorted: the same judgments
+    resent are the same slot). A document's relevance is the last '=' field: ids may contain '='."""
+    return "J:" + ",".join(f"{_slot_id(d)}={r}" for d, r in sorted(rels.items()))
 
 
 class QuerySpec:
@@ -59,8 +63,16 @@ class QuerySpec:
         cuts: list[str] = []
         for slot, v in slots.items():
             kind = slot[:2]
-            if kind == "j:":
-                rels[slot[2:]] = int(v)
+            if kind == "J:":
+                for pair in slot[2:].split(","):
+                    doc, _, rel = pair.rpartition("=")
+                    r = int(rel)
+                    if r > rels.get(doc, -1):
+                        rels[doc] = r
+            elif kind == "j:":  # one judgment a slot: states written before judgments were packed
+                r = int(v)
+                if r > rels.get(slot[2:], -1):
+                    rels[slot[2:]] = r
             elif kind == "r:":
                 runs.append(slot[2:])
             elif kind == "t:":
@@ -89,29 +101,12 @@ def fields(scn: str, track: Track, topk: int | None) -> tuple[str, ...]:
     return tuple(f"{scn}|{n if topk is None else topk_name(n, topk)}" for n in names(track))
 
 
-class _Sums:
-    """A (minute, scenario)'s fast-path queries: their metric values, summed per metric at the end."""
-
-    __slots__ = ("rows",)
-
-    def __init__(self) -> None:
-        self.rows: list[list[float]] = []
-
-    def emit(self, st: Stats, prefixes: tuple[str, ...]) -> None:
-        n = len(self.rows)
-        for prefix, col in zip(prefixes, zip(*self.rows, strict=True), strict=True):
-            st.incr(f"{prefix}|n", n)
-            st.add(f"{prefix}|sum", sum(col))
-            st.add(f"{prefix}|sumsq", sum(map(mul, col, col)))
-
-
 def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
-    """The batch's judged rankings scored, the rest as instance rows; per scenario counts of rankings,
-    judgment-only rows, documents and perturbed rows; `other` for predictions of other tasks."""
+    """The batch's rankings and judgments as instance rows; per scenario counts of rankings, judgment-only
+    rows, documents and perturbed rows; `other` for predictions of other tasks."""
     config = spec.config
     accept_s = envelope.accept_time.seconds
     out: dict[int, Stats] = defaultdict(Stats)
-    sums: dict[tuple[int, str, int | None], _Sums] = {}
     counts: dict[tuple[int, str], list[int]] = {}  # rankings, documents
     rows: list[Row] = []
     topk = config.valid_topk
@@ -140,34 +135,25 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
             ids, rels = run(ranking, kind, yes, no, limit), judgments(ranking)
         if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
             out[minute].incr(f"{scn}|judgment_rows")
-            rows.extend(Row(instance, "j:" + _slot_id(d), float(r), minute) for d, r in rels.items())
+            if rels:
+                rows.append(Row(instance, _judgments_slot(rels), 1.0, minute))
             continue
         c = counts.get((minute, scn))
         if c is None:
             c = counts[(minute, scn)] = [0, 0]
         c[0] += 1
         c[1] += len(ranking.documents)
-        cut = _cut(ranking, ids, topk) if topk is not None else None
-        if rels:
-            track = config.track(scn)
-            judged = list(rels.values())
-            for k, ranked in ((None, ids), (topk, cut)):
-                if ranked is None:
-                    continue
-                acc = sums.get((minute, scn, k))
-                if acc is None:
-                    acc = sums[(minute, scn, k)] = _Sums()
-                acc.rows.append(measures([rels.get(d, 0) for d in ranked[:MAX_K]], judged, track))
-            continue
         rows.append(Row(instance, "r:" + ",".join(_slot_id(d) for d in ids[:MAX_K]), 1.0, minute))
-        if cut is not None:
-            rows.append(Row(instance, "t:" + ",".join(_slot_id(d) for d in cut[:MAX_K]), 1.0, minute))
+        if topk is not None:
+            cut = _cut(ranking, ids, topk)
+            if cut is not None:
+                rows.append(Row(instance, "t:" + ",".join(_slot_id(d) for d in cut[:MAX_K]), 1.0, minute))
+        if rels:
+            rows.append(Row(instance, _judgments_slot(rels), 1.0, minute))
     for (minute, scn), (n_rankings, n_documents) in counts.items():
         st = out[minute]
         st.incr(f"{scn}|rankings", n_rankings)
         st.incr(f"{scn}|documents", n_documents)
-    for (minute, scn, k), acc in sums.items():
-        acc.emit(out[minute], fields(scn, config.track(scn), k))
     return Partial(dict(out), spec, rows)
 
 

@@ -140,8 +140,8 @@ def test_perturbed_rankings_stay_out_of_the_scenario():
 
 
 def test_judged_at_once_and_judged_later_fold_to_the_same_numbers():
-    """The fast path (a ranking with its judgments) and the late path (per-query state) agree on
-    random queries: both tracks, topk variants, empty runs, ties, nothing relevant."""
+    """A ranking sent with its judgments and one whose judgments come after it agree on random
+    queries: both tracks, topk variants, empty runs, ties, nothing relevant."""
     rng = random.Random(5)
     fam = FAMILY.configured(tracks={"dl": "trec"}, valid_topk=3)
     at_once, later = [], []
@@ -167,11 +167,11 @@ def test_judged_at_once_and_judged_later_fold_to_the_same_numbers():
                 assert mb[name].value == pytest.approx(m.value, abs=1e-12) and mb[name].count == m.count, name
 
 
-def test_judgments_for_a_ranking_sent_judged_are_not_joined():
-    """A ranking sent with judgments is final (scored at once): later judgments for it stay apart."""
+def test_judgments_for_a_ranking_sent_judged_join_its_judgments():
+    """Later judgments join those a ranking came with: run b a, judged b=0 then a=1: RR@10 1/2, once."""
     f = fold([ranking_prediction("q", scores={"a": 1.0, "b": 2.0}, rels={"b": 0}), judgments_only("q", {"a": 1})])
     m = metrics(f.scenarios["msmarco"])
-    assert m["RR@10"].value == 0.0 and m["judgments_without_ranking"].value == 1
+    assert m["RR@10"].value == 0.5 and m["RR@10"].count == 1 and "judgments_without_ranking" not in m
 
 
 def test_scenario_means_and_topk_variants_equal_helm_through_pytrec_eval():
@@ -196,3 +196,13 @@ def test_scenario_means_and_topk_variants_equal_helm_through_pytrec_eval():
     for (scn, name), values in expected.items():
         m = metrics(f.scenarios[scn])[name]
         assert m.value == pytest.approx(sum(values) / len(values), abs=1e-12) and m.count == len(values), name
+
+
+def test_a_querys_judgments_are_the_largest_over_its_judgment_slots():
+    """Judgment slots of several predictions (and one-judgment slots of states written before they
+    were packed) join per document by their largest relevance: run b a c, a=1 wins over a=0."""
+    spec = FAMILY.compute(envelope([]), settings()).spec
+    slots = {"r:b,a,c": 1.0, "J:a=0,b=0": 1.0, "J:a=1": 1.0, "j:c": 0.0}
+    out = spec.derive("msmarco\x1fq", slots)
+    assert out["msmarco|RR@10"] == 0.5 and out["msmarco|Recall@3"] == 1.0
+    assert spec.derive("msmarco\x1fq", {"r:b,a,c": 1.0, "j:a": 1.0})["msmarco|RR@10"] == 0.5
