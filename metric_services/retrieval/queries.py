@@ -26,9 +26,9 @@ from holistic.instances import SEP, Reducer, Row
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.stats import Stats
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.retrieval.config import RetrievalConfig, Track
-from metric_services.retrieval.measures import MAX_K, measures, names, topk_name
-from metric_services.retrieval.runs import form, judgments, run, scan
+from metric_services.retrieval.config import RetrievalConfig
+from metric_services.shared.ranking_measures import MAX_K, Track, measures, names, topk_name
+from metric_services.shared.ranking_runs import form, judgments, run, scan
 
 PENDING, UNRANKED = "pending", "unranked"
 

@@ -23,7 +23,7 @@ from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.accuracy import FAMILY as ACCURACY
 from metric_services.retrieval import FAMILY
-from metric_services.retrieval.measures import names
+from metric_services.shared.ranking_measures import names
 from tests.factories import prediction
 from tests.metric_services.retrieval.support import envelope, helm_measure, judgments_only, ranking_prediction
 

@@ -3,7 +3,7 @@
 The reference is HELM's RankingMetric.compute_measure written out: the run as {doc: score}, the
 judgments binarized (1 -> 0) for RR/Recall/Success on the TREC track, recip_rank on the run cut
 to its top k, one RelevanceEvaluator per measure. Documents are ranked from scores by
-metric_services.retrieval.runs (trec_eval's tie-break), so score ties exercise both sides.
+metric_services.shared.ranking_runs (trec_eval's tie-break), so score ties exercise both sides.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 import pytrec_eval
 
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.retrieval.measures import MAIN_METRIC, MAX_K, measures, names
-from metric_services.retrieval.runs import run
+from metric_services.shared.ranking_measures import MAIN_METRIC, MAX_K, measures, names
+from metric_services.shared.ranking_runs import run
 from tests.metric_services.retrieval.support import helm_measure
 
 TOL = 1e-12

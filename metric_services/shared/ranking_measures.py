@@ -1,4 +1,5 @@
-"""trec_eval's measures for one query, exactly as HELM's RankingMetric calls them through pytrec_eval.
+"""trec_eval's measures for one query, exactly as HELM's RankingMetric calls them through pytrec_eval
+(shared: the retrieval family's metrics and the robustness and fairness worst cases of rankings).
 
 HELM (crfm-helm 0.5.16, metrics/ranking_metrics.py, scenarios/msmarco_scenario.py) computes, per
 query, `success.k` and `recall.k` for k in 1, 2, 3, 5, 10, 20, `recip_rank` on the run cut to its
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
-from metric_services.retrieval.config import Track
+Track = Literal["regular", "trec"]
 
 SUCCESS_KS = (1, 2, 3, 5, 10, 20)
 RECALL_KS = (1, 2, 3, 5, 10, 20)
