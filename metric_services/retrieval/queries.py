@@ -21,11 +21,14 @@ from collections import defaultdict
 from collections.abc import Mapping
 from functools import lru_cache
 
+import numpy as np
+
 from holistic.families import Partial, prediction_minute
 from holistic.instances import SEP, Reducer, Row
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.stats import Stats
 from holistic.v1 import prediction_pb2 as pb
+from metric_services.retrieval import columns
 from metric_services.retrieval.config import RetrievalConfig
 from metric_services.shared.ranking_measures import MAX_K, Track, measures, names, topk_name
 from metric_services.shared.ranking_runs import form, judgments, run, scan
@@ -103,58 +106,136 @@ def fields(scn: str, track: Track, topk: int | None) -> tuple[str, ...]:
 
 def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
     """The batch's rankings and judgments as instance rows; per scenario counts of rankings, judgment-only
-    rows, documents and perturbed rows; `other` for predictions of other tasks."""
+    rows, documents and perturbed rows; `other` for predictions of other tasks. Rankings by scores
+    and judgments-only rows are read in bulk (columns.py) when no topk cut is configured."""
     config = spec.config
     accept_s = envelope.accept_time.seconds
-    out: dict[int, Stats] = defaultdict(Stats)
-    counts: dict[tuple[int, str], list[int]] = {}  # rankings, documents
-    rows: list[Row] = []
-    topk = config.valid_topk
-    limit = None if topk is not None else MAX_K
-    yes, no = config.correct_output, config.wrong_output
+    batch = _Batch()
+    bulk: list[tuple[pb.Prediction, int]] = []
     for p in envelope.predictions:
         at = p.produced_at
         minute = prediction_minute(at.seconds, at.nanos, accept_s)
         if p.task != pb.TASK_RANKING:
-            out[minute].incr("other")
+            batch.out[minute].incr("other")
             continue
-        scn = p.scenario
         if p.HasField("perturbation"):
-            out[minute].incr(f"{scn}|perturbed")
+            batch.out[minute].incr(f"{p.scenario}|perturbed")
             continue
         ranking = p.ranking
-        instance = scn + SEP + p.id
         kind = ranking.form or (pb.RANKING_FORM_ORDER if ranking.order else pb.RANKING_FORM_UNSPECIFIED)
-        if kind in (pb.RANKING_FORM_UNSPECIFIED, pb.RANKING_FORM_SCORES):
-            ids, rels, any_score = scan(ranking, limit)
-            if not any_score and kind == pb.RANKING_FORM_UNSPECIFIED:
-                kind = form(ranking)  # BINARY or JUDGMENTS_ONLY
-                if kind == pb.RANKING_FORM_BINARY:
-                    ids = run(ranking, kind, yes, no, limit)
+        if kind in _BULK_FORMS and config.valid_topk is None:
+            bulk.append((p, minute))
         else:
-            ids, rels = run(ranking, kind, yes, no, limit), judgments(ranking)
-        if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
-            out[minute].incr(f"{scn}|judgment_rows")
-            if rels:
-                rows.append(Row(instance, _judgments_slot(rels), 1.0, minute))
-            continue
-        c = counts.get((minute, scn))
-        if c is None:
-            c = counts[(minute, scn)] = [0, 0]
-        c[0] += 1
-        c[1] += len(ranking.documents)
-        rows.append(Row(instance, "r:" + ",".join(_slot_id(d) for d in ids[:MAX_K]), 1.0, minute))
-        if topk is not None:
-            cut = _cut(ranking, ids, topk)
-            if cut is not None:
-                rows.append(Row(instance, "t:" + ",".join(_slot_id(d) for d in cut[:MAX_K]), 1.0, minute))
-        if rels:
-            rows.append(Row(instance, _judgments_slot(rels), 1.0, minute))
-    for (minute, scn), (n_rankings, n_documents) in counts.items():
-        st = out[minute]
+            _one(batch, p, minute, kind, config)
+    if bulk:
+        _bulk(batch, bulk, config)
+    for (minute, scn), (n_rankings, n_documents) in batch.counts.items():
+        st = batch.out[minute]
         st.incr(f"{scn}|rankings", n_rankings)
         st.incr(f"{scn}|documents", n_documents)
-    return Partial(dict(out), spec, rows)
+    return Partial(dict(batch.out), spec, batch.rows)
+
+
+_BULK_FORMS = frozenset((pb.RANKING_FORM_UNSPECIFIED, pb.RANKING_FORM_SCORES, pb.RANKING_FORM_JUDGMENTS_ONLY))
+
+
+class _Batch:
+    """What compute gathers: statistics by minute, (rankings, documents) by (minute, scenario), rows."""
+
+    def __init__(self) -> None:
+        self.out: dict[int, Stats] = defaultdict(Stats)
+        self.counts: dict[tuple[int, str], list[int]] = {}
+        self.rows: list[Row] = []
+
+    def ranking(self, instance: str, minute: int, scn: str, documents: int, run_slot: str) -> None:
+        c = self.counts.get((minute, scn))
+        if c is None:
+            c = self.counts[(minute, scn)] = [0, 0]
+        c[0] += 1
+        c[1] += documents
+        self.rows.append(Row(instance, run_slot, 1.0, minute))
+
+    def judgments(self, instance: str, minute: int, rels: Mapping[str, int]) -> None:
+        if rels:
+            self.rows.append(Row(instance, _judgments_slot(rels), 1.0, minute))
+
+
+def _run_slot(ids: list[str]) -> str:
+    text = ",".join(ids)
+    if "%" in text or ";" in text or text.count(",") != max(len(ids) - 1, 0):
+        text = ",".join(_slot_id(d) for d in ids)
+    return "r:" + text
+
+
+def _one(batch: _Batch, p: pb.Prediction, minute: int, kind: int, config: RetrievalConfig) -> None:
+    """One ranking prediction read message by message (every form, and the topk cut)."""
+    topk = config.valid_topk
+    limit = None if topk is not None else MAX_K
+    yes, no = config.correct_output, config.wrong_output
+    ranking = p.ranking
+    scn = p.scenario
+    instance = scn + SEP + p.id
+    if kind in (pb.RANKING_FORM_UNSPECIFIED, pb.RANKING_FORM_SCORES):
+        ids, rels, any_score = scan(ranking, limit)
+        if not any_score and kind == pb.RANKING_FORM_UNSPECIFIED:
+            kind = form(ranking)  # BINARY or JUDGMENTS_ONLY
+            if kind == pb.RANKING_FORM_BINARY:
+                ids = run(ranking, kind, yes, no, limit)
+    else:
+        ids, rels = run(ranking, kind, yes, no, limit), judgments(ranking)
+    if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
+        batch.out[minute].incr(f"{scn}|judgment_rows")
+        batch.judgments(instance, minute, rels)
+        return
+    batch.ranking(instance, minute, scn, len(ranking.documents), _run_slot(ids[:MAX_K]))
+    if topk is not None:
+        cut = _cut(ranking, ids, topk)
+        if cut is not None:
+            batch.rows.append(Row(instance, "t:" + ",".join(_slot_id(d) for d in cut[:MAX_K]), 1.0, minute))
+    batch.judgments(instance, minute, rels)
+
+
+def _bulk(batch: _Batch, preds: list[tuple[pb.Prediction, int]], config: RetrievalConfig) -> None:
+    """Rankings by scores (explicit or inferred) and judgments-only rows, their documents read at once."""
+    cols = columns.read([p.ranking for p, _ in preds])
+    if cols is None:
+        for p, minute in preds:
+            _one(batch, p, minute, p.ranking.form, config)
+        return
+    first = cols.first
+    per_q = {}
+    for name, flags in (("scored", cols.has_score), ("answered", cols.has_output), ("judged", cols.has_relevance)):
+        cum = np.concatenate(([0], np.cumsum(flags)))
+        per_q[name] = (cum[first[1:]] - cum[first[:-1]]).tolist()
+    scored, answered = per_q["scored"], per_q["answered"]
+    ranked: list[int] = []
+    for q, (p, minute) in enumerate(preds):
+        kind = p.ranking.form
+        if kind == pb.RANKING_FORM_UNSPECIFIED and not scored[q]:
+            if answered[q]:
+                _one(batch, p, minute, pb.RANKING_FORM_BINARY, config)
+                continue
+            kind = pb.RANKING_FORM_JUDGMENTS_ONLY
+        if kind == pb.RANKING_FORM_JUDGMENTS_ONLY:
+            batch.out[minute].incr(f"{p.scenario}|judgment_rows")
+        else:
+            ranked.append(q)
+    runs = dict(zip(ranked, columns.top_runs(cols, np.array(ranked, np.int64), MAX_K), strict=True))
+    judged_docs = np.flatnonzero(cols.has_relevance)
+    judged_at = np.searchsorted(judged_docs, first).tolist()
+    relevance = cols.relevance[judged_docs].tolist()
+    judged_list = judged_docs.tolist()
+    doc_ids = cols.doc_ids
+    for q, (p, minute) in enumerate(preds):
+        if q in runs or p.ranking.form == pb.RANKING_FORM_JUDGMENTS_ONLY or not (scored[q] or answered[q]):
+            instance = p.scenario + SEP + p.id
+            if q in runs:
+                ids = doc_ids(runs[q])
+                batch.ranking(instance, minute, p.scenario, int(first[q + 1] - first[q]), _run_slot(ids))
+            a, b = judged_at[q], judged_at[q + 1]
+            batch.judgments(
+                instance, minute, dict(zip(doc_ids(judged_list[a:b]), map(int, relevance[a:b]), strict=True))
+            )
 
 
 def _cut(ranking: pb.Ranking, ids: list[str], topk: int) -> list[str] | None:

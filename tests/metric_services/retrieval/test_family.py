@@ -206,3 +206,68 @@ def test_a_querys_judgments_are_the_largest_over_its_judgment_slots():
     out = spec.derive("msmarco\x1fq", slots)
     assert out["msmarco|RR@10"] == 0.5 and out["msmarco|Recall@3"] == 1.0
     assert spec.derive("msmarco\x1fq", {"r:b,a,c": 1.0, "j:a": 1.0})["msmarco|RR@10"] == 0.5
+
+
+def _random_batch(rng: random.Random, n: int) -> list[pb.Prediction]:
+    """Rankings of every form, judgments-only rows, ties, empty rankings, ids with the slot separators,
+    non-ASCII ids and ids past 127 bytes (a two-byte length on the wire)."""
+    names_pool = ["a", "b,c", "d;e", "f%g", "é", "x" * 130, "h=1", "ß" * 70, "z"]
+    preds = []
+    for i in range(n):
+        docs = rng.sample(names_pool, rng.randrange(len(names_pool) + 1)) + [f"d{j}" for j in range(rng.randrange(30))]
+        scores = {d: float(rng.randrange(4)) for d in docs if rng.random() < 0.9}
+        rels = {d: rng.choice([0, 1, 2, 3]) for d in docs if rng.random() < 0.4}
+        kind = rng.choice(["scores", "scores", "explicit", "order", "binary", "judgments", "judgments_explicit"])
+        pid, scn = f"q{i % (n // 2)}", rng.choice(["web", "dl"])
+        if kind == "scores":
+            preds.append(ranking_prediction(pid, scenario=scn, scores=scores, rels=rels or None))
+        elif kind == "explicit":
+            p = ranking_prediction(pid, scenario=scn, scores=scores, rels=rels, form=pb.RANKING_FORM_SCORES)
+            preds.append(p)
+        elif kind == "order":
+            preds.append(ranking_prediction(pid, scenario=scn, order=docs[:5], rels=rels))
+        elif kind == "binary":
+            answers = {d: (rng.choice(["Yes", "No", "maybe"]), -rng.random()) for d in docs}
+            preds.append(ranking_prediction(pid, scenario=scn, answers=answers, rels=rels))
+        else:
+            form = pb.RANKING_FORM_JUDGMENTS_ONLY if kind == "judgments_explicit" else pb.RANKING_FORM_UNSPECIFIED
+            preds.append(judgments_only(pid, rels or {"a": 1}, scenario=scn, form=form))
+    return preds
+
+
+def test_documents_read_in_bulk_give_the_rows_and_counts_read_one_by_one(monkeypatch):
+    """columns.py's bulk reading against the message-by-message reading, on random batches."""
+    from metric_services.retrieval import columns
+
+    rng = random.Random(8)
+    for _ in range(5):
+        env = envelope(_random_batch(rng, 60))
+        bulk = FAMILY.compute(env, settings())
+        with monkeypatch.context() as m:
+            m.setattr(columns, "read", lambda rankings: None)
+            one = FAMILY.compute(env, settings())
+        assert sorted(bulk.rows, key=repr) == sorted(one.rows, key=repr) and len(bulk.rows) > 60
+        assert {k: (v.ints, v.floats) for k, v in bulk.by_minute.items()} == {
+            k: (v.ints, v.floats) for k, v in one.by_minute.items()
+        }
+
+
+def test_scenario_means_read_in_bulk_equal_helm_through_pytrec_eval():
+    """Without a topk cut (the bulk reading): per-scenario means equal HELM's pytrec_eval values,
+    on random scores with ties, graded and binary judgments, queries with nothing relevant."""
+    rng = random.Random(33)
+    fam = FAMILY.configured(tracks={"dl": "trec"})
+    preds, expected = [], {}
+    for i in range(200):
+        scn = rng.choice(["web", "dl"])
+        docs = [f"d{j}" for j in range(rng.choice([1, 3, 10, 30, 100]))]
+        scores = {d: float(rng.randrange(6)) for d in docs}
+        rels = {d: rng.choice([0, 1, 2, 3]) for d in docs if rng.random() < 0.3} or {"x": 2}
+        preds.append(ranking_prediction(f"q{i}", scenario=scn, scores=scores, rels=rels))
+        track = "trec" if scn == "dl" else "regular"
+        for name in names(track):
+            expected.setdefault((scn, name), []).append(helm_measure(rels, scores, name, track))
+    f = fold(preds, fam)
+    for (scn, name), values in expected.items():
+        m = metrics(f.scenarios[scn])[name]
+        assert m.value == pytest.approx(sum(values) / len(values), abs=1e-12) and m.count == len(values), name
