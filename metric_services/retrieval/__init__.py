@@ -71,6 +71,7 @@ class RetrievalFamily(FamilyBase):
             "tracks": ",".join(f"{k}={v}" for k, v in sorted(cfg.tracks.items())),
             "valid_topk": str(cfg.valid_topk or ""),
             "binary_answers": f"{cfg.correct_output}/{cfg.wrong_output}",
+            "judged": "final" if cfg.judged_final else "joined",
         }
         return make_signature(NAME, VERSION, options)
 

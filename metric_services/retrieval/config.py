@@ -18,3 +18,9 @@ class RetrievalConfig(RankingConfig):
         description="HELM's valid_topk: also report each metric over the documents whose retriever_rank is at "
         'most this, named "<metric> (topk=<k>)". Unset: no topk variants.',
     )
+    judged_final: bool = Field(
+        default=False,
+        description="Score a ranking that arrives with judgments at once, without per-query state (about 3x "
+        "cheaper); judgments sent later for it are then counted apart, not joined. Default: every ranking "
+        "is per-query state, so later judgments join those it came with.",
+    )

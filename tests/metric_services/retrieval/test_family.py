@@ -139,11 +139,12 @@ def test_perturbed_rankings_stay_out_of_the_scenario():
     assert metrics(f.scenarios["msmarco"])["RR@10"].value == 1.0 and "perturbed" in f.report.skipped_reason
 
 
-def test_judged_at_once_and_judged_later_fold_to_the_same_numbers():
+@pytest.mark.parametrize("judged_final", [False, True])
+def test_judged_at_once_and_judged_later_fold_to_the_same_numbers(judged_final):
     """A ranking sent with its judgments and one whose judgments come after it agree on random
     queries: both tracks, topk variants, empty runs, ties, nothing relevant."""
     rng = random.Random(5)
-    fam = FAMILY.configured(tracks={"dl": "trec"}, valid_topk=3)
+    fam = FAMILY.configured(tracks={"dl": "trec"}, valid_topk=3, judged_final=judged_final)
     at_once, later = [], []
     for i in range(300):
         scn = rng.choice(["web", "dl"])
@@ -198,6 +199,16 @@ def test_scenario_means_and_topk_variants_equal_helm_through_pytrec_eval():
         assert m.value == pytest.approx(sum(values) / len(values), abs=1e-12) and m.count == len(values), name
 
 
+def test_judged_final_scores_a_judged_ranking_at_once_and_keeps_later_judgments_apart():
+    """HOLISTIC_RETRIEVAL_JUDGED_FINAL: run b a judged b=0 is scored at once (RR@10 0) and stays so;
+    the later a=1 is a query without a ranking. No per-query row for the judged ranking."""
+    fam = FAMILY.configured(judged_final=True)
+    preds = [ranking_prediction("q", scores={"a": 1.0, "b": 2.0}, rels={"b": 0}), judgments_only("q", {"a": 1})]
+    m = metrics(fold(preds, fam).scenarios["msmarco"])
+    assert m["RR@10"].value == 0.0 and m["RR@10"].count == 1 and m["judgments_without_ranking"].value == 1
+    assert [r.slot for r in fam.compute(envelope(preds[:1]), settings()).rows] == []
+
+
 def test_a_querys_judgments_are_the_largest_over_its_judgment_slots():
     """Judgment slots of several predictions (and one-judgment slots of states written before they
     were packed) join per document by their largest relevance: run b a c, a=1 wins over a=0."""
@@ -235,28 +246,32 @@ def _random_batch(rng: random.Random, n: int) -> list[pb.Prediction]:
     return preds
 
 
-def test_documents_read_in_bulk_give_the_rows_and_counts_read_one_by_one(monkeypatch):
+@pytest.mark.parametrize("judged_final", [False, True])
+def test_documents_read_in_bulk_give_the_rows_and_counts_read_one_by_one(monkeypatch, judged_final):
     """columns.py's bulk reading against the message-by-message reading, on random batches."""
     from metric_services.retrieval import columns
 
     rng = random.Random(8)
+    fam = FAMILY.configured(tracks={"dl": "trec"}, judged_final=judged_final)
     for _ in range(5):
         env = envelope(_random_batch(rng, 60))
-        bulk = FAMILY.compute(env, settings())
+        bulk = fam.compute(env, settings())
         with monkeypatch.context() as m:
             m.setattr(columns, "read", lambda rankings: None)
-            one = FAMILY.compute(env, settings())
-        assert sorted(bulk.rows, key=repr) == sorted(one.rows, key=repr) and len(bulk.rows) > 60
-        assert {k: (v.ints, v.floats) for k, v in bulk.by_minute.items()} == {
-            k: (v.ints, v.floats) for k, v in one.by_minute.items()
-        }
+            one = fam.compute(env, settings())
+        assert sorted(bulk.rows, key=repr) == sorted(one.rows, key=repr) and len(bulk.rows) > 10
+        assert {k: v.ints for k, v in bulk.by_minute.items()} == {k: v.ints for k, v in one.by_minute.items()}
+        for minute, st in bulk.by_minute.items():  # the same values, summed in another order
+            assert st.floats == pytest.approx(one.by_minute[minute].floats, abs=1e-12)
 
 
-def test_scenario_means_read_in_bulk_equal_helm_through_pytrec_eval():
+@pytest.mark.parametrize("judged_final", [False, True])
+def test_scenario_means_read_in_bulk_equal_helm_through_pytrec_eval(judged_final):
     """Without a topk cut (the bulk reading): per-scenario means equal HELM's pytrec_eval values,
-    on random scores with ties, graded and binary judgments, queries with nothing relevant."""
+    on random scores with ties, graded and binary judgments, queries with nothing relevant; scored
+    through the per-query state or, judged_final, at once."""
     rng = random.Random(33)
-    fam = FAMILY.configured(tracks={"dl": "trec"})
+    fam = FAMILY.configured(tracks={"dl": "trec"}, judged_final=judged_final)
     preds, expected = [], {}
     for i in range(200):
         scn = rng.choice(["web", "dl"])
