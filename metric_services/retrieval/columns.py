@@ -141,18 +141,17 @@ def read(rankings: list[pb.Ranking]) -> Columns | None:
     )
 
 
-def top_runs(cols: Columns, queries: np.ndarray, limit: int) -> list[list[int]]:
-    """Per ranking q in `queries`, the document indices of its SCORES run's first `limit`: scored
-    documents by score descending, equal scores by id descending (UTF-8 bytes, trec_eval's strcmp).
-    One row per query, padded with -inf (no score: not retrieved), sorted row-wise at once."""
-    if not len(queries):
-        return []
+def top_runs(cols: Columns, queries: np.ndarray, limit: int) -> np.ndarray:
+    """Per ranking q in `queries`, a row of the document indices of its SCORES run's first `limit`
+    (-1 past its run): scored documents by score descending, equal scores by id descending (UTF-8
+    bytes, trec_eval's strcmp). One row per query, padded with -inf (no score: not retrieved),
+    sorted row-wise at once."""
     first = cols.first
     starts = first[queries]
     lengths = first[queries + 1] - starts
     width = int(lengths.max()) if len(lengths) else 0
     if width == 0:
-        return [[] for _ in queries]
+        return np.full((len(queries), limit), -1, np.int64)
     row = np.repeat(np.arange(len(queries)), lengths)
     col = np.arange(len(row)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     doc = starts[row] + col
@@ -163,8 +162,7 @@ def top_runs(cols: Columns, queries: np.ndarray, limit: int) -> list[list[int]]:
     order = np.argsort(-scores, axis=1)
     ranked_scores = np.take_along_axis(scores, order, 1)
     ranked = np.take_along_axis(docs, order, 1)
-    retrieved = np.count_nonzero(ranked_scores > -np.inf, axis=1).tolist()
-    tops = ranked[:, :limit].tolist()
+    ranked[ranked_scores == -np.inf] = -1
     # Equal scores: groups of equal neighbours that reach into the first `limit`, ordered by id.
     same = np.zeros((len(queries), width + 1), np.int8)
     same[:, 1:width] = (ranked_scores[:, 1:] == ranked_scores[:, :-1]) & (ranked_scores[:, 1:] > -np.inf)
@@ -174,14 +172,16 @@ def top_runs(cols: Columns, queries: np.ndarray, limit: int) -> list[list[int]]:
     reach = g_start < limit  # a group is sorted g_start..g_end (inclusive)
     if reach.any():
         raw, id_at, id_len = cols.raw, cols.id_at, cols.id_len
-        fixed: dict[int, list[int]] = {}
         for r, g, h in zip(g_row[reach].tolist(), g_start[reach].tolist(), (g_end[reach] + 1).tolist(), strict=True):
-            line = fixed.get(r)
-            if line is None:
-                line = fixed[r] = ranked[r].tolist()
-            group = line[g:h]
+            group = ranked[r, g:h].tolist()
             group.sort(key=lambda i: raw[id_at[i] : id_at[i] + id_len[i]], reverse=True)
-            line[g:h] = group
-        for r, line in fixed.items():
-            tops[r] = line[:limit]
-    return [top[:n] for top, n in zip(tops, retrieved, strict=True)]
+            ranked[r, g:h] = group
+    out = np.full((len(queries), limit), -1, np.int64)
+    out[:, : min(limit, width)] = ranked[:, :limit]
+    return out
+
+
+def run_lists(tops: np.ndarray) -> list[list[int]]:
+    """top_runs' rows as lists, without the -1 padding."""
+    counts = np.count_nonzero(tops >= 0, axis=1).tolist()
+    return [row[:n] for row, n in zip(tops.tolist(), counts, strict=True)]

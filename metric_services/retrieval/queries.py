@@ -36,7 +36,7 @@ from holistic.stats import Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.retrieval import columns
 from metric_services.retrieval.config import RetrievalConfig
-from metric_services.shared.ranking_measures import MAX_K, Track, measures, names, topk_name
+from metric_services.shared.ranking_measures import MAX_K, Track, measures, measures_batch, names, topk_name
 from metric_services.shared.ranking_runs import form, judgments, run, scan
 
 PENDING, UNRANKED = "pending", "unranked"
@@ -157,17 +157,20 @@ class _Batch:
         self, instance: str, minute: int, scn: str, documents: int, ids: list[str], rels: Mapping[str, int]
     ) -> bool:
         """Count the ranking; score it at once (judged_final and judged: True) or leave it to its rows."""
-        c = self.counts.get((minute, scn))
-        if c is None:
-            c = self.counts[(minute, scn)] = [0, 0]
-        c[0] += 1
-        c[1] += documents
+        self.count(minute, scn, documents)
         if rels and self.config.judged_final:
             self.score(minute, scn, None, ids, rels)
             return True
         self.rows.append(Row(instance, _run_slot(ids), 1.0, minute))
         self.judgments(instance, minute, rels)
         return False
+
+    def count(self, minute: int, scn: str, documents: int) -> None:
+        c = self.counts.get((minute, scn))
+        if c is None:
+            c = self.counts[(minute, scn)] = [0, 0]
+        c[0] += 1
+        c[1] += documents
 
     def score(self, minute: int, scn: str, topk: int | None, ids: list[str], rels: Mapping[str, int]) -> None:
         values = measures([rels.get(d, 0) for d in ids[:MAX_K]], list(rels.values()), self.config.track(scn))
@@ -257,21 +260,74 @@ def _bulk(batch: _Batch, preds: list[tuple[pb.Prediction, int]], config: Retriev
             batch.out[minute].incr(f"{p.scenario}|judgment_rows")
         else:
             ranked.append(q)
-    runs = dict(zip(ranked, columns.top_runs(cols, np.array(ranked, np.int64), MAX_K), strict=True))
+    tops = columns.top_runs(cols, np.array(ranked, np.int64), MAX_K)
     judged_docs = np.flatnonzero(cols.has_relevance)
-    judged_at = np.searchsorted(judged_docs, first).tolist()
+    judged_at = np.searchsorted(judged_docs, first)
+    final = _score_judged(batch, cols, preds, ranked, tops, judged_docs, judged_at) if config.judged_final else set()
+    runs = dict(zip(ranked, columns.run_lists(tops), strict=True))
     relevance = cols.relevance[judged_docs].tolist()
     judged_list = judged_docs.tolist()
+    at = judged_at.tolist()
     doc_ids = cols.doc_ids
     for q, (p, minute) in enumerate(preds):
-        if q in runs or p.ranking.form == pb.RANKING_FORM_JUDGMENTS_ONLY or not (scored[q] or answered[q]):
+        if q in final:
+            batch.count(minute, p.scenario, int(first[q + 1] - first[q]))
+        elif q in runs or p.ranking.form == pb.RANKING_FORM_JUDGMENTS_ONLY or not (scored[q] or answered[q]):
             instance = p.scenario + SEP + p.id
-            a, b = judged_at[q], judged_at[q + 1]
+            a, b = at[q], at[q + 1]
             rels = dict(zip(doc_ids(judged_list[a:b]), map(int, relevance[a:b]), strict=True))
             if q in runs:
                 batch.ranking(instance, minute, p.scenario, int(first[q + 1] - first[q]), doc_ids(runs[q]), rels)
             else:
                 batch.judgments(instance, minute, rels)
+
+
+def _score_judged(
+    batch: _Batch,
+    cols: columns.Columns,
+    preds: list[tuple[pb.Prediction, int]],
+    ranked: list[int],
+    tops: np.ndarray,
+    judged_docs: np.ndarray,
+    judged_at: np.ndarray,
+) -> set[int]:
+    """judged_final: the judged rankings among `ranked` scored at once, all in numpy (measures_batch,
+    the same floats as `measures`), summed per (minute, scenario); returns them."""
+    judged_n = np.diff(judged_at)
+    rows = np.flatnonzero(judged_n[ranked] > 0)
+    if not len(rows):
+        return set()
+    qs = np.asarray(ranked, np.int64)[rows]
+    top = tops[rows]
+    relevance = np.where(cols.has_relevance, cols.relevance, 0.0)
+    ranked_rel = np.where(top >= 0, relevance[np.maximum(top, 0)], 0.0)
+    n = judged_n[qs]
+    j_row = np.repeat(np.arange(len(qs)), n)
+    j_col = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    judged = np.zeros((len(qs), int(n.max())))
+    judged[j_row, j_col] = cols.relevance[judged_docs[judged_at[qs][j_row] + j_col]]
+    groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+    config = batch.config
+    for i, q in enumerate(qs.tolist()):
+        p, minute = preds[q]
+        groups[(config.track(p.scenario), minute, p.scenario)].append(i)
+    by_track: dict[str, list[int]] = defaultdict(list)
+    for (track, _, _), members in groups.items():
+        by_track[track] += members
+    values: dict[int, np.ndarray] = {}
+    for track, members in by_track.items():
+        got = measures_batch(ranked_rel[members], judged[members], track)  # type: ignore[arg-type]
+        values.update(zip(members, got, strict=True))
+    for (track, minute, scn), members in groups.items():
+        sub = np.stack([values[i] for i in members])
+        st = batch.out[minute]
+        count = len(members)
+        sums, squares = sub.sum(axis=0).tolist(), (sub * sub).sum(axis=0).tolist()
+        for prefix, total, sq in zip(fields(scn, track, None), sums, squares, strict=True):
+            st.incr(f"{prefix}|n", count)
+            st.add(f"{prefix}|sum", total)
+            st.add(f"{prefix}|sumsq", sq)
+    return set(qs.tolist())
 
 
 def _cut(ranking: pb.Ranking, ids: list[str], topk: int) -> list[str] | None:
