@@ -58,6 +58,9 @@ class QuerySpec:
 
     def __init__(self, config: RetrievalConfig) -> None:
         self.config = config
+        # compute's values of the batch's judged rankings, by instance, with the slots they are of:
+        # an instance first seen in this batch derives them without scoring again.
+        self.known: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
 
     def reducer(self, slot: str) -> Reducer:
         return "max"
@@ -66,6 +69,9 @@ class QuerySpec:
         return ()
 
     def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
+        known = self.known.get(instance)
+        if known is not None and known[0] == slots:
+            return known[1]
         scn = instance.split(SEP, 1)[0]
         rels: dict[str, int] = {}
         runs: list[str] = []
@@ -116,7 +122,7 @@ def compute(envelope: BatchEnvelope, spec: QuerySpec) -> Partial:
     and judgments-only rows are read in bulk (columns.py) when no topk cut is configured."""
     config = spec.config
     accept_s = envelope.accept_time.seconds
-    batch = _Batch(config)
+    batch = _Batch(spec)
     bulk: list[tuple[pb.Prediction, int]] = []
     for p in envelope.predictions:
         at = p.produced_at
@@ -146,23 +152,39 @@ class _Batch:
     """What compute gathers: statistics by minute, (rankings, documents) by (minute, scenario), rows,
     and with `judged_final` the metric values of judged rankings (summed per metric at the end)."""
 
-    def __init__(self, config: RetrievalConfig) -> None:
-        self.config = config
+    def __init__(self, spec: QuerySpec) -> None:
+        self.spec = spec
+        self.config = spec.config
         self.out: dict[int, Stats] = defaultdict(Stats)
         self.counts: dict[tuple[int, str], list[int]] = {}
         self.rows: list[Row] = []
         self.scored: dict[tuple[int, str, int | None], list[list[float]]] = {}
 
     def ranking(
-        self, instance: str, minute: int, scn: str, documents: int, ids: list[str], rels: Mapping[str, int]
+        self,
+        instance: str,
+        minute: int,
+        scn: str,
+        documents: int,
+        ids: list[str],
+        rels: Mapping[str, int],
+        values: list[float] | None = None,
     ) -> bool:
-        """Count the ranking; score it at once (judged_final and judged: True) or leave it to its rows."""
+        """Count the ranking; score it at once (judged_final and judged: True) or leave it to its rows
+        (`values`: its metric values already computed, for `derive`)."""
         self.count(minute, scn, documents)
         if rels and self.config.judged_final:
             self.score(minute, scn, None, ids, rels)
             return True
-        self.rows.append(Row(instance, _run_slot(ids), 1.0, minute))
-        self.judgments(instance, minute, rels)
+        run_slot = _run_slot(ids)
+        self.rows.append(Row(instance, run_slot, 1.0, minute))
+        if rels:
+            judgments_slot = _judgments_slot(rels)
+            self.rows.append(Row(instance, judgments_slot, 1.0, minute))
+            if values is not None:
+                slots = {run_slot: 1.0, judgments_slot: 1.0}
+                known = dict(zip(fields(scn, self.config.track(scn), None), values, strict=True))
+                self.spec.known[instance] = (slots, known)
         return False
 
     def count(self, minute: int, scn: str, documents: int) -> None:
@@ -263,7 +285,8 @@ def _bulk(batch: _Batch, preds: list[tuple[pb.Prediction, int]], config: Retriev
     tops = columns.top_runs(cols, np.array(ranked, np.int64), MAX_K)
     judged_docs = np.flatnonzero(cols.has_relevance)
     judged_at = np.searchsorted(judged_docs, first)
-    final = _score_judged(batch, cols, preds, ranked, tops, judged_docs, judged_at) if config.judged_final else set()
+    scores = _judged_values(batch.config, cols, preds, ranked, tops, judged_docs, judged_at)
+    final = _sum_judged(batch, preds, scores) if config.judged_final else set()
     runs = dict(zip(ranked, columns.run_lists(tops), strict=True))
     relevance = cols.relevance[judged_docs].tolist()
     judged_list = judged_docs.tolist()
@@ -277,26 +300,27 @@ def _bulk(batch: _Batch, preds: list[tuple[pb.Prediction, int]], config: Retriev
             a, b = at[q], at[q + 1]
             rels = dict(zip(doc_ids(judged_list[a:b]), map(int, relevance[a:b]), strict=True))
             if q in runs:
-                batch.ranking(instance, minute, p.scenario, int(first[q + 1] - first[q]), doc_ids(runs[q]), rels)
+                ids = doc_ids(runs[q])
+                batch.ranking(instance, minute, p.scenario, int(first[q + 1] - first[q]), ids, rels, scores.get(q))
             else:
                 batch.judgments(instance, minute, rels)
 
 
-def _score_judged(
-    batch: _Batch,
+def _judged_values(
+    config: RetrievalConfig,
     cols: columns.Columns,
     preds: list[tuple[pb.Prediction, int]],
     ranked: list[int],
     tops: np.ndarray,
     judged_docs: np.ndarray,
     judged_at: np.ndarray,
-) -> set[int]:
-    """judged_final: the judged rankings among `ranked` scored at once, all in numpy (measures_batch,
-    the same floats as `measures`), summed per (minute, scenario); returns them."""
+) -> dict[int, list[float]]:
+    """The metric values of the judged rankings among `ranked`, all in numpy (measures_batch: the
+    same floats as `measures`), by ranking."""
     judged_n = np.diff(judged_at)
     rows = np.flatnonzero(judged_n[ranked] > 0)
     if not len(rows):
-        return set()
+        return {}
     qs = np.asarray(ranked, np.int64)[rows]
     top = tops[rows]
     relevance = np.where(cols.has_relevance, cols.relevance, 0.0)
@@ -306,28 +330,32 @@ def _score_judged(
     j_col = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
     judged = np.zeros((len(qs), int(n.max())))
     judged[j_row, j_col] = cols.relevance[judged_docs[judged_at[qs][j_row] + j_col]]
-    groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
-    config = batch.config
-    for i, q in enumerate(qs.tolist()):
-        p, minute = preds[q]
-        groups[(config.track(p.scenario), minute, p.scenario)].append(i)
     by_track: dict[str, list[int]] = defaultdict(list)
-    for (track, _, _), members in groups.items():
-        by_track[track] += members
-    values: dict[int, np.ndarray] = {}
+    q_list = qs.tolist()
+    for i, q in enumerate(q_list):
+        by_track[config.track(preds[q][0].scenario)].append(i)
+    out: dict[int, list[float]] = {}
     for track, members in by_track.items():
         got = measures_batch(ranked_rel[members], judged[members], track)  # type: ignore[arg-type]
-        values.update(zip(members, got, strict=True))
-    for (track, minute, scn), members in groups.items():
-        sub = np.stack([values[i] for i in members])
+        out.update(zip((q_list[i] for i in members), got.tolist(), strict=True))
+    return out
+
+
+def _sum_judged(batch: _Batch, preds: list[tuple[pb.Prediction, int]], scores: dict[int, list[float]]) -> set[int]:
+    """judged_final: the judged rankings' values summed per (minute, scenario); returns them."""
+    groups: dict[tuple[int, str], list[list[float]]] = defaultdict(list)
+    for q, values in scores.items():
+        p, minute = preds[q]
+        groups[(minute, p.scenario)].append(values)
+    for (minute, scn), rows in groups.items():
+        sub = np.array(rows)
         st = batch.out[minute]
-        count = len(members)
         sums, squares = sub.sum(axis=0).tolist(), (sub * sub).sum(axis=0).tolist()
-        for prefix, total, sq in zip(fields(scn, track, None), sums, squares, strict=True):
-            st.incr(f"{prefix}|n", count)
+        for prefix, total, sq in zip(fields(scn, batch.config.track(scn), None), sums, squares, strict=True):
+            st.incr(f"{prefix}|n", len(rows))
             st.add(f"{prefix}|sum", total)
             st.add(f"{prefix}|sumsq", sq)
-    return set(qs.tolist())
+    return set(scores)
 
 
 def _cut(ranking: pb.Ranking, ids: list[str], topk: int) -> list[str] | None:
