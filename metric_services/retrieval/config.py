@@ -20,7 +20,7 @@ class RetrievalConfig(RankingConfig):
     )
     judged_final: bool = Field(
         default=False,
-        description="Score a ranking that arrives with judgments at once, without per-query state (cheaper: "
-        "no state read or write per query); judgments sent later for it are then counted apart, not joined. Default: every ranking "
-        "is per-query state, so later judgments join those it came with.",
+        description="Score a ranking that arrives with judgments at once, without per-query state (cheaper: no "
+        "state read or write per query); judgments sent later for it are then counted apart, not joined. "
+        "Default: every ranking is per-query state, so later judgments join those it came with.",
     )

@@ -16,8 +16,8 @@ nothing.
 
 With HOLISTIC_RETRIEVAL_JUDGED_FINAL a ranking that arrives with judgments is scored at once in
 `compute` into the same statistics, with no per-query state (1.6-4.4x the queries a second in
-benchmarks/retrieval.py: no state read, compare-and-set or derive per query); judgments sent later for it are then counted apart, as
-`unranked`, and a resent judged ranking counts again.
+benchmarks/retrieval.py: no state read, compare-and-set or derive per query); judgments sent later
+for it are then counted apart, as `unranked`, and a resent judged ranking counts again.
 """
 
 from __future__ import annotations
