@@ -265,11 +265,7 @@ def _bulk(batch: _Batch, preds: list[tuple[pb.Prediction, int]], config: Retriev
             _one(batch, p, minute, p.ranking.form, config)
         return
     first = cols.first
-    per_q = {}
-    for name, flags in (("scored", cols.has_score), ("answered", cols.has_output), ("judged", cols.has_relevance)):
-        cum = np.concatenate(([0], np.cumsum(flags)))
-        per_q[name] = (cum[first[1:]] - cum[first[:-1]]).tolist()
-    scored, answered = per_q["scored"], per_q["answered"]
+    scored, answered = (_per_ranking(cols, flags) for flags in (cols.has_score, cols.has_output))
     ranked: list[int] = []
     for q, (p, minute) in enumerate(preds):
         kind = p.ranking.form
@@ -304,6 +300,12 @@ def _bulk(batch: _Batch, preds: list[tuple[pb.Prediction, int]], config: Retriev
                 batch.ranking(instance, minute, p.scenario, int(first[q + 1] - first[q]), ids, rels, scores.get(q))
             else:
                 batch.judgments(instance, minute, rels)
+
+
+def _per_ranking(cols: columns.Columns, flags: np.ndarray) -> list[int]:
+    """How many of each ranking's documents have the flag."""
+    cum = np.concatenate(([0], np.cumsum(flags)))
+    return (cum[cols.first[1:]] - cum[cols.first[:-1]]).tolist()
 
 
 def _judged_values(
