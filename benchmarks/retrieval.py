@@ -129,7 +129,10 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    print(f"{args.queries:,} random queries per size, batches of {BATCH}; medians of {args.runs} runs; one thread each")
+    print(
+        f"{args.queries:,} random queries per size, batches of {BATCH}; "
+        f"medians of {args.runs} interleaved rounds; one thread each"
+    )
     print(
         f"{'docs/query':>10}{'worker (joined)':>17}{'worker (final)':>16}{'without Redis':>15}"
         f"{'pytrec_eval loop':>18}   ratios (joined / final)   goals (final)"
@@ -137,10 +140,13 @@ def main() -> None:
     late = {}
     for docs in (10, 100):
         preds = queries(args.queries, docs)
-        worker = median([one_worker(preds) for _ in range(args.runs)])
-        final = median([one_worker(preds, judged_final=True) for _ in range(args.runs)])
-        alone = median([without_redis(preds) for _ in range(args.runs)])
-        loop = median([pytrec_loop(preds) for _ in range(args.runs)])
+        # Rounds interleave the four, so that each round's figures share the machine's load (it moves).
+        rounds = [
+            (one_worker(preds), one_worker(preds, judged_final=True), without_redis(preds), pytrec_loop(preds))
+            for _ in range(args.runs)
+        ]
+        worker, final, alone, loop = (median([r[i] for r in rounds]) for i in range(4))
+        per_round = ", ".join(f"{w / lo:.1f}/{f / lo:.1f}" for w, f, _, lo in rounds)
         goals = f">= 5x: {'met' if final >= 5 * loop else 'NOT met'}"
         if docs == 10:
             goals += f"; >= 20,000/s: {'met' if final >= 20_000 else 'NOT met'}"
@@ -148,6 +154,7 @@ def main() -> None:
             f"{docs:>10}{worker:>17,.0f}{final:>16,.0f}{alone:>15,.0f}{loop:>18,.0f}"
             f"   {worker / loop:4.1f}x / {final / loop:4.1f}x{'':>10}{goals}"
         )
+        print(f"{'':>10}ratios per round (joined/final): {per_round}")
         split = judged_later(preds)
         late[docs] = median([one_worker(split) for _ in range(args.runs)]) / 2  # two predictions a query
     for docs, qps in late.items():

@@ -15,7 +15,7 @@ ranking as `unranked`; neither is scored. A ranking resent under its id (a clien
 nothing.
 
 With HOLISTIC_RETRIEVAL_JUDGED_FINAL a ranking that arrives with judgments is scored at once in
-`compute` into the same statistics, with no per-query state (1.6-4.4x the queries a second in
+`compute` into the same statistics, with no per-query state (1.4-4.4x the queries a second in
 benchmarks/retrieval.py: no state read, compare-and-set or derive per query); judgments sent later
 for it are then counted apart, as `unranked`, and a resent judged ranking counts again.
 """
