@@ -38,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from holistic.keys import Keys
@@ -126,12 +127,21 @@ def fold_rows(spec: InstanceSpec, rows: Iterable[Row]) -> dict[str, State]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)
+def _moment_fields(quantity: str) -> tuple[str, str, str]:
+    return key(quantity, "n"), key(quantity, "sum"), key(quantity, "sumsq")
+
+
 def _contribute(spec: InstanceSpec, instance: str, state: State, sign: int, out: dict[int, Stats]) -> None:
-    st = out.setdefault(state.minute, Stats())
+    st = out.get(state.minute)
+    if st is None:
+        st = out[state.minute] = Stats()
+    ints, floats = st.ints, st.floats  # the additive fields, written directly: once per quantity and instance
     for q, v in spec.derive(instance, state.slots).items():
-        st.incr(key(q, "n"), sign)
-        st.add(key(q, "sum"), sign * v)
-        st.add(key(q, "sumsq"), sign * v * v)
+        n, total, squares = _moment_fields(q)
+        ints[n] = ints.get(n, 0) + sign
+        floats[total] = floats.get(total, 0.0) + sign * v
+        floats[squares] = floats.get(squares, 0.0) + sign * v * v
         for t in spec.thresholds(q):
             if v >= t:
                 st.incr(key(q, at_least(t)), sign)

@@ -17,8 +17,8 @@ from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import FamilyReport, Interval, Metric
 from metric_services.retrieval.config import RetrievalConfig
-from metric_services.retrieval.measures import MAIN_METRIC, names, topk_name
 from metric_services.retrieval.queries import PENDING, UNRANKED
+from metric_services.shared.ranking_measures import MAIN_METRIC, names, topk_name
 
 NAME = "retrieval"
 

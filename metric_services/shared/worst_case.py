@@ -14,11 +14,13 @@ Run value = mean over instances.
 HELM reports the worst case of every per-instance metric of the run, not only the main one. So a
 prediction with references also gives its instance one slot per other per-instance metric of its
 task's HELM set (shared/helm_sets.py: the exact-match set, or exact_match, quasi_exact_match,
-f1_score, rouge_l, bleu_1, bleu_4 for open-ended tasks), scored by the references alone: slot
+f1_score, rouge_l, bleu_1, bleu_4 for open-ended tasks; a ranking's track's trec_eval measures,
+HELM's RankingMetric stats), scored by the references (a ranking's judgments) alone: slot
 "<metric>/o" or "<metric>/p:<name>", and per instance `+<metric>|worst` (min over that metric's
 slots) and `+<metric>|orig`. Classification's macro/micro F1 are corpus-level, so HELM has no
 worst case of them. State cost: an instance keeps 4 to 6 slots per row kind instead of 1 (a few
-dozen bytes each in its Redis hash field), and each scenario 4 to 6 more mean quantities; the
+dozen bytes each in its Redis hash field; a ranking 15 or 18), and each scenario as many more mean
+quantities; the
 per-perturbation breakdown stays the main metric's. The number of instances (HOLISTIC_INSTANCE_CAP)
 does not change. A duplicate row (same instance, same slot) is folded with min,
 not counted twice (HELM asserts there is none). The main metric is fixed when a row is applied
@@ -44,6 +46,7 @@ from holistic.v1.profile_pb2 import Interval, Metric
 from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores
 from metric_services.shared.helm_sets import task_metrics
 from metric_services.shared.main_metric import TASK, main_metric, majority_task, prediction_score
+from metric_services.shared.ranking_score import ranking_scores
 from metric_services.shared.reference_metrics import METRICS, scores
 
 ORIGINAL = "o"
@@ -126,7 +129,11 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
 
 
 def _other_scores(p: pb.Prediction, main: str) -> dict[str, float]:
-    """The prediction's other per-instance metrics of its task's HELM set, by its references."""
+    """The prediction's other per-instance metrics of its task's HELM set, by its references (a
+    ranking's: its track's other measures, by its judgments)."""
+    if p.task == pb.TASK_RANKING:
+        values = ranking_scores(p) or {}
+        return {m: v for m, v in values.items() if m != main}
     wanted = [m for m in task_metrics(p.task) if m in PER_INSTANCE and m != main]
     if not wanted or not p.references:
         return {}
