@@ -20,7 +20,8 @@ family, real processes; the clock starts when `holistic submit FILE` starts (cli
 included) and stops when every family's consumer group has read and acknowledged every entry; each
 family's catch-up time is when its group got there. CPU seconds per process are read from /proc, and
 Redis's own from INFO, to say where each microsecond per prediction went. --profile DIR runs the
-client, gateway and workers under cProfile (slower: for where the time goes, not for the figure).
+client, gateway and workers under cProfile timed by CPU time (benchmarks/cpu_profile.py; slower: for
+where the time goes, not for the figure) and prints each one's CPU microseconds per prediction by stage.
 
     python -m benchmarks.vs_helm [--rows 90000] [--runs 3] [--helm-rows 1500,4500] [--profile DIR]
 """
@@ -33,6 +34,7 @@ import gzip
 import json
 import math
 import os
+import pstats
 import resource
 import subprocess
 import sys
@@ -181,7 +183,7 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
     commands = [["gateway"], *(["worker", f] for f in families)]
 
     def python(cmd: list[str]) -> list[str]:
-        return ["-m", "cProfile", "-o", str(profile / f"{'-'.join(cmd)}.prof")] if profile else []
+        return ["-m", "benchmarks.cpu_profile", str(profile / f"{'-'.join(cmd)}.prof")] if profile else []
 
     stream = Keys().stream
     with private_redis(persist=True) as url, spawned(url, *commands, env=env, python=python) as (address, procs):
@@ -200,7 +202,7 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
         cpu0 = {p.pid: cpu_seconds(p.pid) for p in procs}
         redis0 = _redis_cpu(r)
         r.config_resetstat()
-        client_py = ["-m", "cProfile", "-o", str(profile / "client.prof")] if profile else []
+        client_py = ["-m", "benchmarks.cpu_profile", str(profile / "client.prof")] if profile else []
         submit = [sys.executable, *client_py, "-m", "holistic_app", "submit", str(path), "--no-progress",
                   "--target", address, "--batch-size", str(BATCH)]  # fmt: skip
         children0 = _children_cpu()
@@ -230,6 +232,53 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
         cpu["redis"] = _redis_cpu(r) - redis0
         commands_us = {k: float(v["usec"]) for k, v in r.info("commandstats").items()}
     return {"elapsed": elapsed, "submitted": submitted_s, "caught": caught, "cpu": cpu, "redis": commands_us}
+
+
+# --- where the time went (--profile) ---------------------------------------------------------
+# per process: its steady-state root (startup imports left out), then stages inside it; a stage is
+# every function whose "file:function" contains the pattern (cumulative CPU time, summed)
+STAGES: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "client": ("holistic_client/cli.py:submit", [
+        ("parse JSON Lines (json_format.Parse)", "json_format.py:Parse"),
+        ("read lines, other", "holistic_client/jsonl.py:read_predictions"),
+        ("submit RPCs (serialize, gRPC)", "holistic_client/client.py:submit"),
+    ]),
+    "gateway": ("asyncio/base_events.py:_run_once", [
+        ("parse request", "gateway/ingest.py:parse_request"),
+        ("validation", "gateway/validation.py:validate"),
+        ("ingest in all (validation, Redis script)", "gateway/ingest.py:submit"),
+    ]),
+    "worker": ("metric_services/runner.py:run", [
+        ("read (XREADGROUP)", "holistic/workqueue.py:read"),
+        ("decode envelope", "holistic/envelope.py:envelope"),
+        ("compute", "runner.py:_compute"),
+        ("apply (build args, instance state, Lua)", "runner.py:_apply_pipelined|runner.py:_apply_with_instances"),
+        ("ack", "holistic/workqueue.py:ack"),
+    ]),
+}  # fmt: skip
+
+
+def _cumulative(stats: pstats.Stats, patterns: str) -> float:
+    """Cumulative seconds of the functions named by "file:function|file:function"."""
+    wanted = [p.rpartition(":") for p in patterns.split("|")]
+    total = 0.0
+    for (file, _, name), (_, _, _, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if any(file.endswith(f) and name == fn for f, _, fn in wanted):
+            total += ct
+    return total
+
+
+def print_profile(directory: Path, rows: int) -> None:
+    print(
+        f"\nCPU time by stage under cProfile ({directory}; the profiler inflates Python-heavy stages), us/prediction:"
+    )
+    for prof in sorted(directory.glob("*.prof")):
+        kind = "worker" if prof.stem.startswith("worker") else prof.stem
+        root, stages = STAGES[kind]
+        stats = pstats.Stats(str(prof))
+        steady = _cumulative(stats, root)
+        parts = ", ".join(f"{label} {1e6 * _cumulative(stats, pat) / rows:.1f}" for label, pat in stages)
+        print(f"  {prof.stem:<22} {1e6 * steady / rows:>7.1f}: {parts}")
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -297,6 +346,8 @@ def main() -> None:
     top = sorted(mid["redis"].items(), key=lambda kv: -kv[1])[:6]
     by_command = ", ".join(f"{k.removeprefix('cmdstat_')} {v / rows:.1f}" for k, v in top)
     print(f"  redis by command (scripts include their calls), us/prediction: {by_command}")
+    if args.profile:
+        print_profile(args.profile / f"run{runs.index(mid)}", rows)
     print(f"load average after: {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
