@@ -239,6 +239,72 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
     return {"elapsed": elapsed, "submitted": submitted_s, "caught": caught, "cpu": cpu, "redis": commands_us}
 
 
+# --- each family alone (--by-family) ---------------------------------------------------------
+def family_alone(path: Path, family: str, rows: int) -> tuple[float, float, float]:
+    """One family's worker, in this process, draining the file's first `rows` predictions (batches of
+    500 per model, as the gateway writes them) from a private Redis: CPU us/prediction of its compute,
+    of the whole worker (read, decode, compute, apply, ack), and of Redis. Compute is timed inside the
+    worker's loop (its caches warm as a worker's do), after one untimed batch (lazy imports, models)."""
+    from google.protobuf import json_format
+
+    from holistic import envelope as env_mod
+    from holistic.families import as_partial
+    from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+    from holistic.settings import load_settings
+    from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
+    from holistic.v1.prediction_pb2 import Prediction
+    from holistic.workqueue import WorkQueue
+    from metric_services.runner import Worker
+
+    by_model: dict[str, list[Prediction]] = defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for _, line in zip(range(rows), f, strict=False):
+            p = json_format.Parse(line, Prediction())
+            by_model[p.model].append(p)
+    os.environ["HOLISTIC_SUMMARIZATION_SEMANTIC"] = "off"  # as in the service run (the family reads it)
+    with private_redis(persist=True) as url:
+        r = redis.Redis.from_url(url)
+        settings = load_settings(redis_url=url, summarization_semantic="off", families=[family])
+        worker = Worker(family, settings, r, middleware=[])
+        WorkQueue(r, worker.keys).ensure_group(family)
+        envelopes, seq = [], 0
+        for model, preds in by_model.items():
+            for b in range(0, len(preds), BATCH):
+                seq += 1
+                request = SubmitPredictionsRequest(batch_id=f"b{seq}", model=model, predictions=preds[b : b + BATCH])
+                header = BatchEnvelope(batch_id=request.batch_id, model=model, sequence=seq, families=[family])
+                header.accept_time.GetCurrentTime()
+                r.xadd(worker.keys.stream, env_mod.fields_for(model, seq, request.SerializeToString(), header))
+                envelopes.append(
+                    BatchEnvelope(model=model, predictions=request.predictions, accept_time=header.accept_time)
+                )
+        n = sum(len(v) for v in by_model.values())
+        as_partial(worker.family.compute(envelopes[0], settings))  # warm-up: lazy imports, models
+        timed = _TimedCompute(worker.family)
+        worker.family = timed  # type: ignore[assignment]
+        redis0, started = _redis_cpu(r), time.process_time()
+        while worker.step(block_ms=1):
+            pass
+        return 1e6 * timed.seconds / n, 1e6 * (time.process_time() - started) / n, 1e6 * (_redis_cpu(r) - redis0) / n
+
+
+class _TimedCompute:
+    """A family whose compute counts its CPU seconds."""
+
+    def __init__(self, family: Any) -> None:
+        self.family = family
+        self.seconds = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.family, name)
+
+    def compute(self, envelope: Any, settings: Any) -> Any:
+        started = time.process_time()
+        out = self.family.compute(envelope, settings)
+        self.seconds += time.process_time() - started
+        return out
+
+
 # --- where the time went (--profile) ---------------------------------------------------------
 # per process: its steady-state root (startup imports left out), then stages inside it; a stage is
 # every function whose "file:function" contains the pattern (cumulative CPU time, summed)
@@ -294,6 +360,7 @@ def main() -> None:
     ap.add_argument("--helm-rows", default="1500,4500", help="the two subset sizes HELM scores")
     ap.add_argument("--skip-helm", action="store_true", help="service only (e.g. with --profile)")
     ap.add_argument("--profile", type=Path, help="write cProfile files of client, gateway and workers here")
+    ap.add_argument("--by-family", type=int, metavar="ROWS", help="also each family alone over ROWS rows: CPU split")
     args = ap.parse_args()
     families = registry.installed()
     if args.profile:
@@ -329,6 +396,12 @@ def main() -> None:
             runs.append(service_run(path, rows, families, prof))
             print(f"  service run {i + 1}: {runs[-1]['elapsed']:.2f} s (submit done {runs[-1]['submitted']:.2f} s), "
                   f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+        if args.by_family:
+            print(f"\neach family alone, one worker in one process, {args.by_family:,} rows; CPU us/prediction:")
+            print(f"  {'family':<16}{'compute':>9}{'worker':>9}{'redis':>9}")
+            for fam in families:
+                c, w, rd = family_alone(path, fam, args.by_family)
+                print(f"  {fam:<16}{c:>9.1f}{w:>9.1f}{rd:>9.1f}")
     elapsed = median([x["elapsed"] for x in runs])
     mid = sorted(runs, key=lambda x: x["elapsed"])[len(runs) // 2]
     print()
