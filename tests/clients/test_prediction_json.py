@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 import holistic
 from holistic.v1.prediction_pb2 import Prediction
+from holistic_client import jsonl
+from holistic_client.jsonl import read_predictions
 from holistic_client.prediction_json import JsonParser
 
 PARSER = JsonParser(Prediction)
@@ -366,3 +368,27 @@ def test_every_weird_value_in_every_place_of_real_lines() -> None:
                     assert_same(dumps(line))
                     cases += 1
     assert len(bases) > 20 and cases > 5000
+
+
+def test_several_processes_read_a_file_as_one_does(tmp_path, monkeypatch):
+    """Same lines, numbers, messages and errors, in order, across chunk boundaries; gzip too."""
+    monkeypatch.setattr(jsonl, "CHUNK_LINES", 300)  # nine chunks: more than the reader keeps ahead
+    with gzip.open(SAMPLE, "rb") as fh:
+        good = fh.read().splitlines(keepends=True)[:2500]
+    bad = [b"\n", b"{not json\n", b'{"id": "\xff"}\n', b'{"task": 6, "nope": 1}\n', b"   \r\n", b'{"task": 6}\r\n']
+    body = b"".join(good[:1999] + bad + good[1999:]) + b'{"id": "last"}'
+    plain = tmp_path / "p.jsonl"
+    plain.write_bytes(body)
+    packed = tmp_path / "p.jsonl.gz"
+    packed.write_bytes(gzip.compress(body))
+
+    def seen(path: Path, processes: int) -> list[tuple[int, bytes | None, str]]:
+        return [
+            (x.number, x.prediction.SerializeToString(deterministic=True) if x.prediction else None, x.error)
+            for x in read_predictions(path, processes=processes)
+        ]
+
+    one = seen(plain, 1)
+    assert len(one) == 2505 and sum(1 for _, p, _ in one if p is None) == 3
+    assert seen(plain, 2) == one
+    assert seen(packed, 3) == one

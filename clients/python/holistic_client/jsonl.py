@@ -1,15 +1,20 @@
 """Prediction files: JSON Lines, one holistic.v1.Prediction per line in canonical protobuf JSON.
 
-Lines are parsed by holistic_client.prediction_json (the answers of json_format.Parse, about 3-4x
-faster on canonical lines).
+Lines are parsed by holistic_client.prediction_json (the answers of json_format.Parse, about 4x
+faster on canonical lines), and a large file in several processes.
 """
 
 from __future__ import annotations
 
 import gzip
+import multiprocessing
+import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import IO
 
@@ -41,21 +46,70 @@ def _open(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def read_predictions(path: str | Path) -> Iterator[Line]:
-    """Every non-blank line with its 1-based number; a line that does not parse carries an error."""
-    with _open(Path(path)) as fh:
+def _parse_line(number: int, raw: bytes) -> Line:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Line(number, None, f"not valid UTF-8 at byte {exc.start}")
+    try:
+        return Line(number, _PARSER.parse(text.rstrip("\r\n")))
+    except json_format.ParseError as exc:
+        return Line(number, None, _parse_error(exc))
+
+
+def _parse_chunk(chunk: list[tuple[int, bytes]]) -> list[tuple[int, bytes | None, str]]:
+    """In a worker process: each line's Prediction as bytes (unpickling a message costs ~30 us; FromString ~2)."""
+    out: list[tuple[int, bytes | None, str]] = []
+    for number, raw in chunk:
+        line = _parse_line(number, raw)
+        out.append((number, None if line.prediction is None else line.prediction.SerializeToString(), line.error))
+    return out
+
+
+def _lines(parsed: list[tuple[int, bytes | None, str]]) -> Iterator[Line]:
+    for number, data, error in parsed:
+        yield Line(number, None if data is None else Prediction.FromString(data), error)
+
+
+def _numbered(path: Path) -> Iterator[tuple[int, bytes]]:
+    with _open(path) as fh:
         for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield Line(number, None, f"not valid UTF-8 at byte {exc.start}")
-                continue
-            try:
-                yield Line(number, _PARSER.parse(text.rstrip("\r\n")))
-            except json_format.ParseError as exc:
-                yield Line(number, None, _parse_error(exc))
+            if raw.strip():
+                yield number, raw
+
+
+CHUNK_LINES = 2_000
+AUTO_PROCESSES_MIN_BYTES = 32 << 20
+
+
+def parse_processes(path: str | Path) -> int:
+    """How many processes `holistic submit` parses a file in: one core parses ~60,000 lines/s, so a
+    large file is split over the spare cores (one stays for sending); a small one is not worth the
+    start-up of each (about a second)."""
+    spare = (os.cpu_count() or 1) - 1
+    return max(1, min(spare, 4)) if Path(path).stat().st_size >= AUTO_PROCESSES_MIN_BYTES else 1
+
+
+def read_predictions(path: str | Path, processes: int = 1) -> Iterator[Line]:
+    """Every non-blank line with its 1-based number, in order; a line that does not parse carries an error.
+
+    processes > 1 parses chunks of lines in that many worker processes (spawned: the caller may
+    hold gRPC channels, which do not survive fork), keeping a few chunks ahead of the reader.
+    """
+    lines = _numbered(Path(path))
+    if processes <= 1:
+        for number, raw in lines:
+            yield _parse_line(number, raw)
+        return
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        ahead: deque[Future[list[tuple[int, bytes | None, str]]]] = deque()
+        chunks = iter(lambda: list(islice(lines, CHUNK_LINES)), [])
+        for chunk in chunks:
+            ahead.append(pool.submit(_parse_chunk, chunk))
+            if len(ahead) >= 2 * processes:
+                yield from _lines(ahead.popleft().result())
+        while ahead:
+            yield from _lines(ahead.popleft().result())
 
 
 def write_predictions(path: str | Path, predictions: Iterable[Prediction]) -> int:
