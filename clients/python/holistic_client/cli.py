@@ -89,7 +89,7 @@ def _say_retrying(target: str) -> Callable[[RetryNotice], None]:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
     "--parse-processes", "parse_processes_", default=0, type=click.IntRange(0, 64),
-    help="Processes parsing the file (0: one, or up to 4 spare cores for a file of 32 MiB or more).",
+    help="Processes parsing the file (0: up to 4 spare cores for a file of 128 MiB or more on 4+ cores, else one).",
 )  # fmt: skip
 @click.option(
     "--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1),

@@ -79,15 +79,19 @@ def _numbered(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 CHUNK_LINES = 2_000
-AUTO_PROCESSES_MIN_BYTES = 32 << 20
+AUTO_PROCESSES_MIN_BYTES = 128 << 20
+AUTO_PROCESSES_MIN_CORES = 4
 
 
 def parse_processes(path: str | Path) -> int:
-    """How many processes `holistic submit` parses a file in: one core parses ~60,000 lines/s, so a
-    large file is split over the spare cores (one stays for sending); a small one is not worth the
-    start-up of each (about a second)."""
-    spare = (os.cpu_count() or 1) - 1
-    return max(1, min(spare, 4)) if Path(path).stat().st_size >= AUTO_PROCESSES_MIN_BYTES else 1
+    """How many processes `holistic submit` parses a file in by default: one core parses ~60,000 lines/s;
+    a file of 128 MiB or more on a machine of 4 or more cores is split over up to 4 spare cores (one
+    stays for sending). Each process takes about a second to start, and on the 2-core development
+    machine, shared, two processes were slower than one, so there it stays one."""
+    cores = os.cpu_count() or 1
+    if cores < AUTO_PROCESSES_MIN_CORES or Path(path).stat().st_size < AUTO_PROCESSES_MIN_BYTES:
+        return 1
+    return min(cores - 1, 4)
 
 
 def read_predictions(path: str | Path, processes: int = 1) -> Iterator[Line]:
