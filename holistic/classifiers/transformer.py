@@ -24,6 +24,18 @@ def apply_output(logits: np.ndarray, apply: str) -> np.ndarray:
     return logits
 
 
+def length_buckets(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Positions grouped into runs of at most batch_size texts of similar length (shortest first).
+
+    Each run is padded to its longest text, so sorting first is what keeps the padding small: on the
+    demo outputs (mean 19 tokens, a few near 90) batches of 32 in arrival order are padded to 76-93
+    tokens, sorted ones to about their own length, ~4x less work for the same scores. The caller
+    writes each run's rows back at these positions, which restores the original order.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
 class TransformerClassifier:
     def __init__(self, model: ModelDir, threads: int = 0, batch_size: int = 32) -> None:
         import onnxruntime as ort
@@ -82,8 +94,6 @@ class TransformerClassifier:
         if not n:
             return Scores(probs, np.zeros(0, dtype=bool))
         ids, truncated = self.encode(texts)
-        order = sorted(range(n), key=lambda i: len(ids[i]))
-        for start in range(0, n, self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        for chunk in length_buckets([len(x) for x in ids], self.batch_size):
             probs[chunk] = self.run_ids([ids[i] for i in chunk])
         return Scores(probs, truncated)
