@@ -7,7 +7,7 @@ import numpy as np
 from holistic.classifiers.export_detoxify import export_detoxify
 from holistic.classifiers.model_dir import load_model_dir
 from holistic.classifiers.runtime import open_classifier
-from holistic.classifiers.transformer import length_buckets
+from holistic.classifiers.transformer import PAD_SLACK, length_buckets
 
 
 def test_runs_are_the_positions_sorted_by_length_in_batch_size_groups():
@@ -19,6 +19,10 @@ def test_runs_are_the_positions_sorted_by_length_in_batch_size_groups():
     lengths = [3, 90, 4, 5, 88, 6]
     assert sum(2 * max(lengths[i : i + 2]) for i in range(0, 6, 2)) == 2 * (90 + 5 + 88)
     assert sum(len(b) * max(lengths[i] for i in b) for b in length_buckets(lengths, 2)) == 2 * (4 + 6 + 90)
+    # a run closes before a text longer than 2 x its shortest + PAD_SLACK (8): 3..14 share one, 30 and
+    # 88 do not join it (one run of 7 would be padded to 88: 616 positions for 150 tokens; these, 188)
+    assert PAD_SLACK == 8
+    assert length_buckets([3, 30, 4, 5, 88, 6, 14], 32) == [[0, 2, 3, 5, 6], [1], [4]]
 
 
 def test_scores_come_back_in_the_callers_order_whatever_the_batch(tiny_bert, tmp_path):
