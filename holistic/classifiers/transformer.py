@@ -1,7 +1,9 @@
 """A transformer classifier (an exported Detoxify model) under onnxruntime with `tokenizers`.
 
 Texts are truncated to the model's max_length tokens (counted: `Scores.truncated`), sorted by length
-and run in batches padded to the longest text of the batch, so short texts do not pay for long ones.
+and run in batches of similar lengths (`length_buckets`) padded to the longest text of the batch, so
+short texts do not pay for long ones. One `predict` call over all of an envelope's outputs is what lets
+the sort work: called on 32 texts at a time, every batch is padded to its own longest text.
 """
 
 from __future__ import annotations
