@@ -30,7 +30,7 @@ class ClassifierConfig(FamilyConfig):
         default=None, description="Model directory (model.onnx, labels.json, ...). Unset: the bundled default."
     )
     threads: int = Field(default=0, ge=0, le=64, description="ORT threads per worker; 0: cores, <= 4.")
-    batch_size: int = Field(default=32, ge=1, le=4096, description="Texts per ORT run (transformers).")
+    batch_size: int = Field(default=32, ge=1, le=4096, description="Most texts per ORT run (transformers).")
 
 
 def score_outputs(clf: Classifier, outputs: Sequence[str]) -> tuple[list[np.ndarray | None], int]:
