@@ -129,11 +129,17 @@ def blocked_reads(client: redis.Redis) -> int:
     return sum(1 for c in client.client_list() if c.get("cmd") == "xreadgroup" and "b" in c.get("flags", ""))
 
 
+def redis_cpu(client: redis.Redis) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
 @dataclass
 class Run:
     seconds: float
     cpu: list[float]  # per replica, during the drain
     others: float  # of all the replicas' CPU, what threads other than the main ones spent
+    redis_cpu: float  # redis-server's CPU seconds during the drain (apply scripts, reads, acks)
     threads: list[int]
     load: float
 
@@ -161,6 +167,7 @@ def drain(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> Run:
                 pipe.xadd(queue.stream, fields)
             pipe.execute()
             before = [cpu_seconds(p.pid) for p in procs]
+            redis_before = redis_cpu(client)
             start = now()
             for p in procs:
                 p.send_signal(signal.SIGCONT)
@@ -171,9 +178,10 @@ def drain(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> Run:
                 time.sleep(0.01)
             seconds = now() - start
             after = [cpu_seconds(p.pid) for p in procs]
+            redis_spent = redis_cpu(client) - redis_before
             cpu = [sum(a) - sum(b) for a, b in zip(after, before, strict=True)]
             others = sum(a[1] - b[1] for a, b in zip(after, before, strict=True))
-            return Run(seconds, cpu, others, [threads(p.pid) for p in procs], os.getloadavg()[0])
+            return Run(seconds, cpu, others, redis_spent, [threads(p.pid) for p in procs], os.getloadavg()[0])
         finally:
             for p in procs:
                 p.send_signal(signal.SIGCONT)
@@ -211,6 +219,7 @@ def main() -> None:
         print(f"\n{name}: {w.batches} batches of {w.batch_size} ({n:,} predictions) on the stream; "
               f"{' '.join(f'{k}={v}' for k, v in w.env.items()) or 'default settings'}")  # fmt: skip
         head = f"  {'replicas':>8} {'drain s':>8} {'speedup':>8} {'pred/s':>9} {'CPU-s/1,000':>11} {'off-main':>8}"
+        head += f" {'Redis CPU-s':>11}"
         print(f"{head} {'CPU-s per replica (median run)':>31} {'threads':>7} {'load':>5}  rounds (s)")
         for c in counts:
             secs = median([x.seconds for x in runs[c]])
@@ -219,7 +228,8 @@ def main() -> None:
             shares = " ".join(f"{s:.1f}" for s in mid.cpu)
             off_main = median([x.others / max(sum(x.cpu), 1e-9) for x in runs[c]])
             speedup = f"{one / secs:.2f}x" if c != counts[0] else "1.00x"
-            print(f"  {c:>8} {secs:>8.2f} {speedup:>8} {n / secs:>9,.0f} {per_k:>11.3f} {off_main:>8.1%} {shares:>31} "
+            print(f"  {c:>8} {secs:>8.2f} {speedup:>8} {n / secs:>9,.0f} {per_k:>11.3f} {off_main:>8.1%} "
+                  f"{median([x.redis_cpu for x in runs[c]]):>11.2f} {shares:>31} "
                   f"{max(mid.threads):>7} {median([x.load for x in runs[c]]):>5.2f}  "
                   f"{[round(x.seconds, 2) for x in runs[c]]}")  # fmt: skip
 
