@@ -4,8 +4,11 @@ Every entry a read returns is this replica's until it acknowledges it; its sibli
 have it. A fixed count of 16 lets the first replica of a slow family that reads a backlog take 16
 batches of tens of seconds of work while the others idle. So a replica claims as many entries as it
 expects to finish within `ahead_s`, from the seconds per entry of its recent reads, between 1 and
-`most`: a cheap family (milliseconds per batch) still reads `most` at a time and keeps its round
-trips few; a CPU-bound one reads one batch at a time and its replicas share the backlog.
+`most`. Seconds are this process's CPU seconds, not wall: on a busy machine, or while waiting for
+Redis, wall time per entry grows, smaller reads pay more round trips per entry, and reads would
+shrink further; CPU time measures the work itself. A cheap family (milliseconds per batch) still
+reads `most` at a time and keeps its round trips few; a CPU-bound one reads one batch at a time and
+its replicas share the backlog.
 The first read of a replica claims one entry: its cost is not known yet.
 """
 
@@ -31,7 +34,7 @@ class ReadPace:
         return max(1, min(self.most, int(self.ahead_s / self.per_entry_s)))
 
     def observe(self, entries: int, seconds: float) -> None:
-        """A read of `entries` took `seconds` to process (compute, apply, acknowledge)."""
+        """A read of `entries` took `seconds` of CPU to process (compute, apply, acknowledge)."""
         if entries <= 0:
             return
         latest = max(0.0, seconds) / entries

@@ -32,7 +32,9 @@ def slow(worker, seconds: float):
     compute = worker.family.compute
 
     def slowed(envelope, settings):
-        time.sleep(seconds)  # at least this long: the pacing below does not depend on the machine's speed
+        end = time.process_time() + seconds  # at least this much CPU: the pacing does not depend on the machine
+        while time.process_time() < end:
+            pass
         return compute(envelope, settings)
 
     worker.family.compute = slowed
@@ -42,7 +44,7 @@ def slow(worker, seconds: float):
 def test_replicas_of_a_slow_family_share_a_backlog(r, make_settings, make_worker):
     for seq in range(1, 7):
         add_batch(r, "m", seq, families=("accuracy",))
-    s = make_settings(read_count=16, read_ahead_ms=20)  # each batch takes >= 50 ms: one at a time
+    s = make_settings(read_count=16, read_ahead_ms=20)  # each batch takes >= 50 ms of CPU: one at a time
     a = slow(make_worker("accuracy", s), 0.05)
     b = slow(make_worker("accuracy", s), 0.05)
     handled = {a.consumer: 0, b.consumer: 0}
