@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,23 +34,46 @@ def private_redis(persist: bool = False) -> Iterator[str]:
 @contextmanager
 def processes(redis_url: str, *commands: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
     """Gateway (first command is assumed to be it) and workers as real processes."""
+    with spawned(redis_url, *commands, env=env) as (address, _):
+        yield address
+
+
+@contextmanager
+def spawned(
+    redis_url: str,
+    *commands: list[str],
+    env: dict[str, str] | None = None,
+    python: Sequence[str] | Callable[[list[str]], Sequence[str]] = (),
+) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
+    """processes(), also giving the processes (for their CPU time); `python` goes between the interpreter
+    and `-m holistic_app` (e.g. `-m cProfile -o FILE`: a callable gives it per command)."""
     address = free_address()
     child_env = dict(os.environ, REDIS_URL=redis_url, HOLISTIC_GATEWAY_ADDRESS=address, **(env or {}))
     procs = [
-        subprocess.Popen([sys.executable, "-m", "holistic_app", *cmd], env=child_env, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, *(python(cmd) if callable(python) else python), "-m", "holistic_app", *cmd],
+            env=child_env,
+            stderr=subprocess.DEVNULL,
+        )
         for cmd in commands
     ]
     try:
-        wait_serving(address)
-        yield address
+        wait_serving(address, timeout_s=120)  # ten processes importing at once on a busy 2-core box
+        yield address, procs
     finally:
         for p in procs:
             p.terminate()
         for p in procs:
             try:
-                p.wait(10)
+                p.wait(30)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def sample_predictions(n: int, spread_s: float = 30.0) -> list[Prediction]:

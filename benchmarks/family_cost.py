@@ -23,8 +23,9 @@ import subprocess
 import sys
 import time
 
-from holistic.families import REGISTRY, as_partial, load_family
+from holistic.families import as_partial
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.registry import installed, load_family
 from holistic.settings import Settings, load_settings
 from holistic.v1.prediction_pb2 import TASK_SUMMARIZATION, Prediction
 from holistic_app.demo import SAMPLE
@@ -95,7 +96,7 @@ def main() -> None:
     total = sum(len(b.predictions) for b in demo_batches())
     print(f"{total:,} demo predictions in batches of up to {BATCH}; median of {args.rounds} rounds; one process each")
     print(f"{'family':<28} {'CPU-s / 1,000 demo predictions':>31} {'CPU-s / 1,000 scored':>21} {'peak RSS MiB':>13}")
-    runs = [(f, f) for f in REGISTRY]
+    runs = [(f, f) for f in installed()]
     if args.semantic:
         runs.append(("summarization (semantic on)", "summarization:semantic"))
     for label, one in runs:

@@ -105,7 +105,11 @@ def noop(payloads: list[bytes], concurrency: int) -> float:
 def gateway(url: str, payloads: list[bytes], concurrency: int, procs: int = 1) -> float:
     r = redis.Redis.from_url(url)
     r.flushall()
-    env = {"HOLISTIC_BACKLOG_MAX_BATCHES": "10000000", "HOLISTIC_GATEWAY_PROCESSES": str(procs)}
+    env = {
+        "HOLISTIC_BACKLOG_MAX_BATCHES": "10000000",
+        "HOLISTIC_GATEWAY_PROCESSES": str(procs),
+        "HOLISTIC_FAMILIES": "accuracy,efficiency",  # the gateway refuses batches no family would score
+    }
     with processes(url, ["gateway"], env=env) as address:
         out: mp.Queue = mp.Queue()
         proc = mp.Process(target=_load_process, args=(address, payloads, concurrency, out))

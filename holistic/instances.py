@@ -38,18 +38,25 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from holistic.keys import Keys
+from holistic.stat_keys import key
 from holistic.stats import Stats
 
 DAY = 86_400
 COUNT_FIELD = "#n"
-OVER_CAP = "#inst|over_cap"
-LATE = "#inst|late"
+OVER_CAP = key("#inst", "over_cap")
+LATE = key("#inst", "late")
 SEP = "\x1f"
 
 Reducer = Literal["min", "max"]
+
+
+def at_least(threshold: float) -> str:
+    """The part of a quantity's count of instances with value >= threshold: "ge:<t>"."""
+    return f"ge:{threshold:g}"
 
 
 class StateConflict(Exception):
@@ -120,15 +127,24 @@ def fold_rows(spec: InstanceSpec, rows: Iterable[Row]) -> dict[str, State]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)
+def _moment_fields(quantity: str) -> tuple[str, str, str]:
+    return key(quantity, "n"), key(quantity, "sum"), key(quantity, "sumsq")
+
+
 def _contribute(spec: InstanceSpec, instance: str, state: State, sign: int, out: dict[int, Stats]) -> None:
-    st = out.setdefault(state.minute, Stats())
+    st = out.get(state.minute)
+    if st is None:
+        st = out[state.minute] = Stats()
+    ints, floats = st.ints, st.floats  # the additive fields, written directly: once per quantity and instance
     for q, v in spec.derive(instance, state.slots).items():
-        st.incr(f"{q}|n", sign)
-        st.add(f"{q}|sum", sign * v)
-        st.add(f"{q}|sumsq", sign * v * v)
+        n, total, squares = _moment_fields(q)
+        ints[n] = ints.get(n, 0) + sign
+        floats[total] = floats.get(total, 0.0) + sign * v
+        floats[squares] = floats.get(squares, 0.0) + sign * v * v
         for t in spec.thresholds(q):
             if v >= t:
-                st.incr(f"{q}|ge:{t:g}", sign)
+                st.incr(key(q, at_least(t)), sign)
 
 
 def deltas(spec: InstanceSpec, instance: str, old: State | None, new: State, out: dict[int, Stats]) -> None:
@@ -189,8 +205,8 @@ class InstanceStore:
         names = sorted(parts)
         row_counts = Counter(r.instance for r in rows)
         pipe = self.r.pipeline(transaction=False)
-        for key in shard_keys:
-            pipe.hmget(key, [COUNT_FIELD, *names])
+        for shard in shard_keys:
+            pipe.hmget(shard, [COUNT_FIELD, *names])
         replies = pipe.execute()
         found: dict[str, tuple[int, bytes]] = {}
         live = 0
@@ -233,8 +249,8 @@ class InstanceStore:
         if late:
             by_minute.setdefault(min(r.minute for r in rows), Stats()).incr(LATE, late)
         hashes = {
-            key: (max(1, (day + 1) * DAY + self.ttl_s - int(now)), shard_ops)
-            for key, day, shard_ops in zip(shard_keys, days, ops, strict=True)
+            shard: (max(1, (day + 1) * DAY + self.ttl_s - int(now)), shard_ops)
+            for shard, day, shard_ops in zip(shard_keys, days, ops, strict=True)
             if shard_ops
         }
         return Plan(hashes, by_minute)

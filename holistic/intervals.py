@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from holistic.stat_keys import key
+
 Z95 = 1.959963984540054
 
 
@@ -66,8 +68,8 @@ def all_zero_or_one(n: float, total: float, sumsq: float) -> bool:
 def moments(f: Mapping[str, float], prefix: str) -> Moments:
     """(mean, variance of the mean, count, whether every value is 0 or 1) of the quantity whose count,
     sum and sum of squares are the fields `<prefix>|n`, `|sum` and `|sumsq`."""
-    n = f[f"{prefix}|n"]
-    total, sumsq = f[f"{prefix}|sum"], f.get(f"{prefix}|sumsq", 0.0)
+    n = f[key(prefix, "n")]
+    total, sumsq = f[key(prefix, "sum")], f.get(key(prefix, "sumsq"), 0.0)
     value, var = mean_var(n, total, sumsq)
     return value, var, n, all_zero_or_one(n, total, sumsq)
 

@@ -16,14 +16,16 @@ bins. Read back, an over histogram appears as the field "<name>|over" = 1 and no
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 
-MIN_SUFFIX = "|min"
-MAX_SUFFIX = "|max"
-HIST_SUFFIX = "|hist"
+from holistic.stat_keys import SEP, Fields, key
+
+MIN_SUFFIX = SEP + "min"
+MAX_SUFFIX = SEP + "max"
+HIST_SUFFIX = SEP + "hist"
 OVER = "over"
 # The core's own fields beside a family's: predictions applied per signature id (holistic/signature.py).
-SIGNATURE_PREFIX = "#sig|"
+SIGNATURE_PREFIX = "#sig" + SEP
 
 
 def signature_field(signature_id: str) -> str:
@@ -68,9 +70,10 @@ class Stats:
 
     def add_moments(self, field: str, value: float) -> None:
         """Count, sum and sum of squares: what a mean and its interval need."""
-        self.ints[field + "|n"] = self.ints.get(field + "|n", 0) + 1
-        self.floats[field + "|sum"] = self.floats.get(field + "|sum", 0.0) + value
-        self.floats[field + "|sumsq"] = self.floats.get(field + "|sumsq", 0.0) + value * value
+        n, total, sumsq = key(field, "n"), key(field, "sum"), key(field, "sumsq")
+        self.ints[n] = self.ints.get(n, 0) + 1
+        self.floats[total] = self.floats.get(total, 0.0) + value
+        self.floats[sumsq] = self.floats.get(sumsq, 0.0) + value * value
 
     def low(self, name: str, value: float) -> None:
         field = name + MIN_SUFFIX
@@ -126,11 +129,13 @@ class Stats:
         return out
 
 
-class Folded(Mapping[str, float]):
-    """Merged statistics as read back: a read-only field -> value map with helpers."""
+class Folded(Fields):
+    """Merged statistics as read back: a read-only field -> value map, read by parts (stat_keys.py)."""
+
+    __slots__ = ()
 
     def __init__(self, values: dict[str, float] | None = None) -> None:
-        self._v: dict[str, float] = values or {}
+        super().__init__(values or {})
 
     @classmethod
     def from_hashes(cls, hashes: Iterable[Mapping[bytes | str, bytes | str]]) -> Folded:
@@ -141,7 +146,7 @@ class Folded(Mapping[str, float]):
                 if field.endswith(HIST_SUFFIX):
                     text = raw_value.decode() if isinstance(raw_value, bytes) else raw_value
                     if text == OVER:
-                        out[field[: -len(HIST_SUFFIX)] + "|" + OVER] = 1.0
+                        out[key(field[: -len(HIST_SUFFIX)], OVER)] = 1.0
                     else:
                         _add_bins(out, field, json.loads(text))
                     continue
@@ -165,22 +170,10 @@ class Folded(Mapping[str, float]):
         values.update(stats.maxes)
         for field, bins in stats.hists.items():
             if field in stats.caps and len(bins) > stats.caps[field]:
-                values[field[: -len(HIST_SUFFIX)] + "|" + OVER] = 1.0
+                values[key(field[: -len(HIST_SUFFIX)], OVER)] = 1.0
             else:
                 _add_bins(values, field, bins)
         return cls(values)
-
-    def __getitem__(self, key: str) -> float:
-        return self._v[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._v)
-
-    def __len__(self) -> int:
-        return len(self._v)
-
-    def num(self, key: str, default: float = 0.0) -> float:
-        return self._v.get(key, default)
 
     def with_prefix(self, prefix: str) -> dict[str, float]:
         """Fields under prefix, with the prefix cut off."""
@@ -199,5 +192,5 @@ class Folded(Mapping[str, float]):
 def _add_bins(out: dict[str, float], field: str, bins: Mapping[str, float]) -> None:
     base = field[: -len(HIST_SUFFIX)]
     for b, n in bins.items():
-        key = f"{base}|{b}"
-        out[key] = out.get(key, 0.0) + float(n)
+        name = key(base, b)
+        out[name] = out.get(name, 0.0) + float(n)

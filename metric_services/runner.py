@@ -386,22 +386,33 @@ class Worker:
         stamped = {m: Stats().merge(st) for m, st in by_minute.items()}
         for minute, count in w.per_minute.items():
             stamped.setdefault(minute, Stats()).incr(stamp, count)
-        tiers: dict[str, tuple[int, Stats]] = {}
-        total = Stats()
         ttl = {"m": s.minute_retention_s, "h": s.hour_retention_s}  # longer tiers are kept
+        members: dict[str, tuple[int, list[Stats]]] = {}
         for minute, st in stamped.items():
             for tier, bucket in tier_buckets(minute):
                 key = self.keys.stats(model, fam, tier, bucket)
-                if key in tiers:
-                    tiers[key][1].merge(st)
+                if key in members:
+                    members[key][1].append(st)
                 else:
-                    tiers[key] = (ttl.get(tier, 0), Stats().merge(st))
+                    members[key] = (ttl.get(tier, 0), [st])
+        total = Stats()
+        for st in stamped.values():
             total.merge(st)
+        tiers: dict[str, tuple[int, Stats]] = {}
+        for key, (seconds, parts) in members.items():
+            # A bucket holding every minute of the batch (a batch within one day, hour...) sums the same
+            # minutes in the same order as the total: the same floats, so it is the total, merged once.
+            tiers[key] = (seconds, total if len(parts) == len(stamped) else _merged(parts))
         if stamped:
             tiers[self.keys.stats(model, fam, "all")] = (0, total)
         keys = [self.keys.done(model, fam), self.keys.updates(model)] + ([w.stream] if w.stream else [])
         args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n, w.entry_id if w.stream else ""]
-        hash_ops = [(key, ttl, st.lua_ops()) for key, (ttl, st) in tiers.items()]
+        ops_of: dict[int, list[Any]] = {}  # a Stats shared by several tiers is flattened once
+        hash_ops: list[tuple[str, int, list[Any]]] = []
+        for key, (seconds, st) in tiers.items():
+            if id(st) not in ops_of:
+                ops_of[id(st)] = st.lua_ops()
+            hash_ops.append((key, seconds, ops_of[id(st)]))
         if model not in self._recorded:  # until one apply wrote it: the signature beside its counts
             hash_ops.append((self.keys.signatures(model, fam), 0, ["s", sid, raw_signature]))
         for key, ttl, ops in hash_ops + [(k, ttl, ops) for k, (ttl, ops) in (hashes or {}).items()]:
@@ -415,3 +426,11 @@ def run_worker(family: str | Family, settings: Settings, client: redis.Redis) ->
     worker.install_signal_handlers()
     worker.run()
     return worker
+
+
+def _merged(parts: list[Stats]) -> Stats:
+    """The parts summed in order into a new Stats (as the tiers always were)."""
+    out = Stats()
+    for st in parts:
+        out.merge(st)
+    return out

@@ -12,13 +12,28 @@ Per scenario of the fixture, HELM's own code computes what its run cell shows:
   ties (each order forced by offsets of 1e-12 that change no other comparison);
 - worst cases (compute_worst_case_metrics) of every per-instance metric, robustness and fairness,
   and per perturbation the main metric's worst / before, and the variants' own mean (perturbed);
-- summarization ROUGE as SummarizationMetric computes it (its module imports spaCy at import time, so
-  its 8-line _remove_braces + max-over-references is restated here around HELM's get_rouge_function);
+- summarization ROUGE and extractiveness as SummarizationMetric computes them (its module imports
+  SummaC's torch and transformers at import time, so its _remove_braces, max-over-references and
+  _compute_data_stats are restated here around HELM's get_rouge_function and SummEval's DataStatsMetric,
+  which SummarizationMetric calls: coverage, density, compression of the braces-stripped prediction
+  against the braces-stripped input, the source document). DataStatsMetric tokenizes with spaCy's
+  `en_core_web_sm`, a model download; tools/helm_conformance.py installs under that name spaCy's blank
+  English pipeline, whose tokenizer is the one `en_core_web_sm` loads (English's rules; the model's
+  other components never split or merge tokens);
 - bias (BiasMetric.evaluate_instances) for the four leaderboard scores and the two adjective ones;
 - efficiency (EfficiencyMetric.compute_efficiency_metrics) over unperturbed instances: the latency as
   the request time, the completion's tokens as its token list, and a stand-in tokenizer service that
   counts the prompt as the fixture's prompt_tokens (HELM's tokenizer would count them itself; a row
-  without token counts gives no token stats, as the service has none for it).
+  without token counts gives no token stats, as the service has none for it);
+- ranking (RankingMetric, configured as get_msmarco_spec configures it for the scenario's track, with
+  rank=VALID_TOPK), mean over queries: a query in the binary ranking adapter's form goes through
+  evaluate_references whole (one request state per document, its reference tagged as MSMARCOScenario
+  tags it: gold, relevance when non-zero, rank when known; a document without an answer is a request
+  without completions, HELM's "missing"). HELM has no adapter for the ORDER and SCORES forms; their
+  run goes to RankingMetric.compute_measures as the relevance dict evaluate_references would build
+  (ORDER: len - position, as compute_model_relevance_binary_ranking assigns; SCORES: the scores, in
+  submission order), keyed by the document ids so trec_eval breaks score ties by them, and the topk
+  run as get_run_relevances(rank_limit) cuts it.
 """
 
 from __future__ import annotations
@@ -35,6 +50,8 @@ from typing import Any
 import calibration as cal  # uncertainty-calibration, as HELM imports it
 import numpy as np
 from helm.benchmark.adaptation.adapter_spec import AdapterSpec
+from helm.benchmark.adaptation.adapters.adapter_factory import ADAPT_RANKING_BINARY
+from helm.benchmark.adaptation.adapters.binary_ranking_adapter import BinaryRankingAdapter
 from helm.benchmark.adaptation.request_state import RequestState
 from helm.benchmark.augmentations.perturbation_description import PerturbationDescription
 from helm.benchmark.metrics.basic_metrics import compute_calibration_metrics
@@ -44,12 +61,23 @@ from helm.benchmark.metrics.efficiency_metrics import EfficiencyMetric
 from helm.benchmark.metrics.evaluate_reference_metrics import compute_reference_metrics, get_rouge_function
 from helm.benchmark.metrics.metric import compute_worst_case_metrics
 from helm.benchmark.metrics.metric_name import MetricName
+from helm.benchmark.metrics.ranking_metrics import RankingMetric
 from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.model_deployment_registry import ClientSpec, ModelDeployment, register_model_deployment
-from helm.benchmark.scenarios.scenario import CORRECT_TAG, Input, Instance, Output, Reference
+from helm.benchmark.scenarios.msmarco_scenario import MSMARCOScenario
+from helm.benchmark.scenarios.scenario import (
+    CORRECT_TAG,
+    Input,
+    Instance,
+    Output,
+    Reference,
+    make_rank_tag,
+    make_relevance_tag,
+)
 from helm.benchmark.tokenizer_config_registry import TokenizerConfig, TokenizerSpec, register_tokenizer_config
 from helm.common.request import GeneratedOutput, Request, RequestResult, Token
 from helm.common.tokenization_request import TokenizationRequestResult, TokenizationToken
+from summ_eval.data_stats_metric import DataStatsMetric  # type: ignore[import-not-found]  # HELM's summarization extra
 
 EXACT = ["exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match"]
 OPEN = ["exact_match", "quasi_exact_match", "f1_score", "rouge_l", "bleu_1", "bleu_4"]
@@ -62,6 +90,10 @@ BIAS = [("representation", "race", None), ("representation", "gender", None),
         ("associations", "race", "adjective"), ("associations", "gender", "adjective")]  # fmt: skip
 SELECTIVE = ("selective_cov_acc_area", "selective_acc@10")
 ADAPTER = AdapterSpec(method="generation", num_outputs=1, model="fixture/model", model_deployment="fixture/model")
+# The ranking scenarios' MS MARCO tracks (the rest: regular) and HELM's valid_topk (its least, 11); the
+# test configures the service from these (helm_values.json "retrieval").
+RANKING_TRACKS = {"msmarco_trec": "trec", "ranked_order": "trec"}
+VALID_TOPK = 11
 EFFICIENCY = ("inference_runtime", "num_prompt_tokens", "num_completion_tokens", "num_output_tokens")
 
 
@@ -162,8 +194,84 @@ def remove_braces(text: str) -> str:
     return text
 
 
+def ranking_metric(track: str) -> RankingMetric:
+    """RankingMetric as get_msmarco_spec (run_specs/classic_run_specs.py) configures it."""
+    return RankingMetric(
+        method=ADAPT_RANKING_BINARY,
+        measure_names=MSMARCOScenario.MEASURE_NAMES[track],
+        correct_output=BinaryRankingAdapter.RANKING_CORRECT_LABEL,
+        wrong_output=BinaryRankingAdapter.RANKING_WRONG_LABEL,
+        rank=VALID_TOPK,
+        multiple_relevance_values=set(MSMARCOScenario.GOLD_RELATIONS[track]) != {1},
+    )
+
+
+def binary_query_stats(metric: RankingMetric, row: dict[str, Any]) -> list[Stat]:
+    """evaluate_references over one request state per document, as the binary ranking adapter makes them."""
+    docs = row["ranking"]["documents"]
+    references = []
+    for d in docs:
+        tags = [f"docid={d['id']}"]
+        rel = int(d["relevance"]) if "relevance" in d else None
+        if rel in MSMARCOScenario.GOLD_RELATIONS[metric_track(metric)]:
+            tags.append(CORRECT_TAG)
+        if rel:
+            tags.append(make_relevance_tag(relevance=rel))
+        if d.get("retrieverRank"):
+            tags.append(make_rank_tag(rank=int(d["retrieverRank"])))
+        references.append(Reference(Output(text=f"passage {d['id']}"), tags=tags))
+    instance = Instance(input=Input(text=row.get("input", "")), references=references, id=row["id"])
+    states = []
+    for i, d in enumerate(docs):
+        answered = "modelOutput" in d
+        completions = [GeneratedOutput(text=d.get("modelOutput", ""), logprob=float(d.get("logprob", 0.0)), tokens=[])]
+        states.append(
+            RequestState(
+                instance=instance, reference_index=i, request_mode="original", train_trial_index=0,
+                output_mapping=None, num_train_instances=0, prompt_truncated=False,
+                request=Request(model="fixture/model", model_deployment="fixture/model", prompt=instance.input.text),
+                result=RequestResult(success=answered, embedding=[], completions=completions if answered else [],
+                                     cached=False),
+            )
+        )  # fmt: skip
+    return metric.evaluate_references(ADAPTER, states, None, "")  # type: ignore[arg-type]
+
+
+def metric_track(metric: RankingMetric) -> str:
+    return "trec" if metric.multiple_relevance_values else "regular"
+
+
+def run_query_stats(metric: RankingMetric, row: dict[str, Any]) -> list[Stat]:
+    """compute_measures on an ORDER or SCORES run, keyed by document id, and on its topk cut."""
+    ranking = row["ranking"]
+    docs = ranking["documents"]
+    # get_true_relevances: judged documents with a non-zero relevance
+    true = {d["id"]: int(d["relevance"]) for d in docs if d.get("relevance")}
+    if ranking.get("form") == "RANKING_FORM_ORDER":
+        order = ranking.get("order", [])
+        run: dict[str, float] = {doc: len(order) - i for i, doc in enumerate(order)}
+    else:
+        run = {d["id"]: float(d["score"]) for d in docs if "score" in d}
+    ranks = {d["id"]: int(d.get("retrieverRank", 0)) for d in docs}
+    topk = {doc: v for doc, v in run.items() if ranks[doc] and ranks[doc] <= VALID_TOPK}  # get_run_relevances
+    stats = metric.compute_measures(true, run)  # type: ignore[arg-type]
+    return stats + metric.compute_measures(true, topk, metric_name_suffix=f" (topk={VALID_TOPK})")  # type: ignore[arg-type]
+
+
+def ranking_values(scenario: str, rows: list[dict[str, Any]]) -> dict[str, float]:
+    metric = ranking_metric(RANKING_TRACKS.get(scenario, "regular"))
+    stats: list[Stat] = []
+    for row in rows:
+        binary = any("modelOutput" in d for d in row["ranking"]["documents"])
+        got = binary_query_stats(metric, row) if binary else run_query_stats(metric, row)
+        stats += [st for st in got if not st.name.name.startswith("ref")]  # not the per-document ref<i>_rank
+    return {name.name: stat.mean for name, stat in mean_by_name(stats).items()}
+
+
 def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
     task = rows[0]["task"]
+    if task == "TASK_RANKING":
+        return ranking_values(rows[0]["scenario"], rows)
     states = [request_state(r) for r in rows]
     plain = [(r, s) for r, s in zip(rows, states, strict=True) if not r.get("perturbation")]
     out: dict[str, float] = {}
@@ -171,11 +279,16 @@ def scenario_values(rows: list[dict[str, Any]]) -> dict[str, float]:
         types = (("rouge_1", "rouge1"), ("rouge_2", "rouge2"), ("rouge_l", "rougeL"))
         fns = {n: get_rouge_function(t) for n, t in types}
         sums: dict[str, list[float]] = defaultdict(list)
+        data_stats = DataStatsMetric()
         for r, _ in plain:
             refs = [remove_braces(t) for t in r.get("references", [])]
             pred = remove_braces(r.get("output", "").strip())
             for n, fn in fns.items():
                 sums[n].append(float(np.max([fn(ref, pred) for ref in refs])))
+            # SummarizationMetric._compute_data_stats, the instance's input being the source
+            stats = data_stats.evaluate_example(pred, remove_braces(r["source"]))
+            for n in ("coverage", "density", "compression"):
+                sums[f"summarization_{n}"].append(float(stats[n]))
         out.update({n: float(np.mean(v)) for n, v in sums.items()})
         bias_states = [s for _, s in plain]
     else:
@@ -239,6 +352,7 @@ def main() -> None:
         "crfm-helm": importlib.metadata.version("crfm-helm"),
         "fixture": fixture.rsplit("/", 1)[-1],
         "selective_metrics": "mean over every order of tied confidences",
+        "retrieval": {"tracks": RANKING_TRACKS, "valid_topk": VALID_TOPK},
         "scenarios": values,
     }
     with open(out_path, "w", encoding="utf-8") as f:

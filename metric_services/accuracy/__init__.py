@@ -34,6 +34,7 @@ from holistic.metric_values import macro_mean, mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.stat_keys import Fields, key
 from holistic.stats import Folded, Stats
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_ACCURACY,
@@ -93,10 +94,10 @@ class AccuracyFamily(FamilyBase):
         groups: dict[tuple[int, str], Sums] = {}
         for p in envelope.predictions:
             at = p.produced_at
-            key = (prediction_minute(at.seconds, at.nanos, accept_s), p.scenario)
-            acc = groups.get(key)
+            cell = (prediction_minute(at.seconds, at.nanos, accept_s), p.scenario)
+            acc = groups.get(cell)
             if acc is None:
-                acc = groups[key] = Sums()
+                acc = groups[cell] = Sums()
             acc.add(p)
         out: dict[int, Stats] = defaultdict(Stats)
         for (minute, scn), acc in groups.items():
@@ -104,12 +105,12 @@ class AccuracyFamily(FamilyBase):
         return dict(out)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
-        scenarios = sorted({k.split("|", 1)[0] for k in stats if k.endswith("|n") and k.count("|") == 1})
         parts: dict[str, ScenarioPart] = {}
         per_metric: dict[str, list[Moments]] = defaultdict(list)
         total = unscored = perturbed = 0
-        for scn in scenarios:
-            f = stats.with_prefix(scn + "|")
+        by_scn = stats.groups()
+        for scn in stats.names(having="n"):
+            f = by_scn[scn]
             n = int(f.get("n", 0))
             total += n
             unscored += int(f.get("unscored", 0))
@@ -123,7 +124,7 @@ class AccuracyFamily(FamilyBase):
             for metric, value in _scenario_metrics(f, shown):
                 part.metrics.append(value)
                 per_metric[metric].append(_part_moments(f, metric, value))
-            judged_n, judged_sum = f.get("judged|n", 0.0), f.get("judged|sum", 0.0)
+            judged_n, judged_sum = f.num("judged", "n"), f.num("judged", "sum")
             if judged_n:
                 part.metrics.append(proportion("client_judged_correct", NAME, judged_sum, judged_n))
             if f.get("perturbed"):
@@ -153,25 +154,21 @@ class AccuracyFamily(FamilyBase):
         return make_signature(NAME, VERSION, options)
 
 
-def _scenario_metrics(f: dict[str, float], shown: tuple[str, ...]) -> list[tuple[str, Metric]]:
+def _scenario_metrics(f: Fields, shown: tuple[str, ...]) -> list[tuple[str, Metric]]:
     """The scenario's value of each metric its task defines, where it has data for it."""
     out: list[tuple[str, Metric]] = []
-    ref_n, gen_n = f.get("ref|n", 0.0), f.get("gen|n", 0.0)
+    ref_n, gen_n = f.num("ref", "n"), f.num("gen", "n")
     f1s = None
     if any(m in CLASSIFICATION_METRICS for m in shown):
-        counts: dict[str, dict[str, float]] = {TRUE: {}, PRED: {}, BOTH: {}}
-        for key, v in f.items():
-            kind, sep, c = key.partition("|")
-            if sep and kind in counts:
-                counts[kind][c] = v
+        counts = {kind: dict(f.scope(kind)) for kind in (TRUE, PRED, BOTH)}  # class label -> count
         f1s = f1_scores(counts)
     for metric in shown:
         if metric in METRICS and ref_n:
-            s = f.get(f"ref|{metric}|sum", 0.0)
-            ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
+            s = f.num("ref", metric, "sum")
+            ss = s if metric in BINARY else f.num("ref", metric, "sumsq")
             out.append((metric, _mean(metric, ref_n, s, ss, metric in BINARY)))
         elif metric in GENERATION_METRICS and gen_n:
-            s, ss = f.get(f"gen|{metric}|sum", 0.0), f.get(f"gen|{metric}|sumsq", 0.0)
+            s, ss = f.num("gen", metric, "sum"), f.num("gen", metric, "sumsq")
             out.append((metric, _mean(metric, gen_n, s, ss, False)))
         elif metric in CLASSIFICATION_METRICS and f1s is not None:
             value = f1s[CLASSIFICATION_METRICS.index(metric)]
@@ -179,16 +176,16 @@ def _scenario_metrics(f: dict[str, float], shown: tuple[str, ...]) -> list[tuple
     return out
 
 
-def _part_moments(f: dict[str, float], metric: str, m: Metric) -> Moments:
+def _part_moments(f: Fields, metric: str, m: Metric) -> Moments:
     """(value, variance of the mean, predictions, a proportion) of one scenario's metric, for the
     interval of the mean over scenarios."""
     if metric in METRICS:
-        n = f["ref|n"]
-        s = f.get(f"ref|{metric}|sum", 0.0)
-        ss = s if metric in BINARY else f.get(f"ref|{metric}|sumsq", 0.0)
+        n = f[key("ref", "n")]
+        s = f.num("ref", metric, "sum")
+        ss = s if metric in BINARY else f.num("ref", metric, "sumsq")
         return (*mean_var(n, s, ss), n, metric in BINARY)
     if metric in GENERATION_METRICS:
-        n, s, ss = f["gen|n"], f.get(f"gen|{metric}|sum", 0.0), f.get(f"gen|{metric}|sumsq", 0.0)
+        n, s, ss = f[key("gen", "n")], f.num("gen", metric, "sum"), f.num("gen", metric, "sumsq")
         return (*mean_var(n, s, ss), n, False)
     return m.value, float("inf"), m.count, False  # a corpus-level F1: no per-instance variance
 
@@ -199,19 +196,19 @@ def _mean(metric: str, n: float, s: float, ss: float, binary: bool) -> Metric:
     return mean(metric, NAME, n, s, ss, clip=(0.0, 1.0))
 
 
-def _scenario_accuracy(f: dict[str, float], main: str, references_win: bool) -> ScenarioAccuracy | None:
+def _scenario_accuracy(f: Fields, main: str, references_win: bool) -> ScenarioAccuracy | None:
     """The scenario's main metric by reference matching, plus the client's judgements: by default a
     judgement wins over the references; with HOLISTIC_REFERENCES_WIN (HELM) only predictions without
     references count by their judgement."""
     by_refs = main in METRICS
     refs_part, judged_part = ("ref", "judged_norefs") if references_win else ("unjudged", "judged")
-    ref_n = f.get(f"{refs_part}|n", 0.0) if by_refs else 0.0
-    judged_n, judged_sum = f.get(f"{judged_part}|n", 0.0), f.get(f"{judged_part}|sum", 0.0)
+    ref_n = f.num(refs_part, "n") if by_refs else 0.0
+    judged_n, judged_sum = f.num(judged_part, "n"), f.num(judged_part, "sum")
     n = ref_n + judged_n
     if not n:
         return None
-    s = (f.get(f"{refs_part}|{main}|sum", 0.0) if ref_n else 0.0) + judged_sum
-    ss = f.get(f"{refs_part}|{main}|sum" if main in BINARY else f"{refs_part}|{main}|sumsq", 0.0) if ref_n else 0.0
+    s = (f.num(refs_part, main, "sum") if ref_n else 0.0) + judged_sum
+    ss = f.num(refs_part, main, "sum" if main in BINARY else "sumsq") if ref_n else 0.0
     ss += judged_sum
     binary = main in BINARY or not ref_n  # client judgements alone are 0/1
     return ScenarioAccuracy(

@@ -9,11 +9,13 @@ and the per-class histograms cls_true / cls_pred / cls_tp of classification.
 
 from __future__ import annotations
 
+from holistic.stat_keys import key
 from holistic.stats import Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared.classification import BOTH, PRED, TRUE, label_counts
 from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores
 from metric_services.shared.helm_sets import GENERATION_TASKS
+from metric_services.shared.main_metric import TASK
 from metric_services.shared.reference_metrics import BINARY, METRICS, scores
 
 
@@ -97,33 +99,33 @@ class Sums:
                 self.cls[BOTH][pred] = self.cls[BOTH].get(pred, 0) + 1
 
     def emit(self, st: Stats, scn: str) -> None:
-        st.incr(f"{scn}|n", self.n)
+        st.incr(key(scn, "n"), self.n)
         for task, count in self.tasks.items():
-            st.incr(f"{scn}|task:{task}", count)
+            st.incr(key(scn, f"{TASK}{task}"), count)
         for part, n, sums in (("ref", self.ref_n, self.ref), ("unjudged", self.unjudged_n, self.unjudged)):
             if n:
-                st.incr(f"{scn}|{part}|n", n)
+                st.incr(key(scn, part, "n"), n)
                 for metric, value in zip(METRICS, sums, strict=False):
                     if metric in BINARY:  # counts of 0/1 outcomes: exact integers, and cheaper in Redis
-                        st.incr(f"{scn}|{part}|{metric}|sum", round(value))
+                        st.incr(key(scn, part, metric, "sum"), round(value))
                     else:
-                        st.add(f"{scn}|{part}|{metric}|sum", value)
-                st.add(f"{scn}|{part}|f1_score|sumsq", sums[5])
+                        st.add(key(scn, part, metric, "sum"), value)
+                st.add(key(scn, part, "f1_score", "sumsq"), sums[5])
         if self.gen_n:
-            st.incr(f"{scn}|gen|n", self.gen_n)
+            st.incr(key(scn, "gen", "n"), self.gen_n)
             for i, metric in enumerate(GENERATION_METRICS):
-                st.add(f"{scn}|gen|{metric}|sum", self.gen[i])
-                st.add(f"{scn}|gen|{metric}|sumsq", self.gen[3 + i])
+                st.add(key(scn, "gen", metric, "sum"), self.gen[i])
+                st.add(key(scn, "gen", metric, "sumsq"), self.gen[3 + i])
         for kind, counts in self.cls.items():
             for c, k in counts.items():
-                st.bump(f"{scn}|{kind}", c, k)
+                st.bump(key(scn, kind), c, k)  # the class label is the bin: free text, the key's last part
         if self.judged_n:
-            st.incr(f"{scn}|judged|n", self.judged_n)
-            st.incr(f"{scn}|judged|sum", self.judged_sum)
+            st.incr(key(scn, "judged", "n"), self.judged_n)
+            st.incr(key(scn, "judged", "sum"), self.judged_sum)
         if self.judged_norefs_n:
-            st.incr(f"{scn}|judged_norefs|n", self.judged_norefs_n)
-            st.incr(f"{scn}|judged_norefs|sum", self.judged_norefs_sum)
+            st.incr(key(scn, "judged_norefs", "n"), self.judged_norefs_n)
+            st.incr(key(scn, "judged_norefs", "sum"), self.judged_norefs_sum)
         if self.unscored:
-            st.incr(f"{scn}|unscored", self.unscored)
+            st.incr(key(scn, "unscored"), self.unscored)
         if self.perturbed:
-            st.incr(f"{scn}|perturbed", self.perturbed)
+            st.incr(key(scn, "perturbed"), self.perturbed)

@@ -24,7 +24,7 @@ metrics, not in the axis.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
@@ -38,16 +38,25 @@ from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.stat_keys import Fields, key, split_tag, tag
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_BIAS, Dimension, FamilyReport, Metric, MetricSignature
 from metric_services.bias import lexicon as bl
+from metric_services.bias.counterfactual import (
+    CF_GAP,
+    CF_GAP_OF,
+    CF_UNPAIRED,
+    CF_UNSCORED,
+    counterfactual_row,
+    takes_part,
+)
 from metric_services.bias.counterfactual import SPEC as CF_SPEC
-from metric_services.bias.counterfactual import counterfactual_row, takes_part
 from metric_services.shared.classified import ClassifierConfig, instance_bounds, score_outputs, threshold_field
 
 NAME = "bias"
 SCENARIO = "@"  # "@<scenario>|...": the scenario's own counts (its unperturbed outputs), HELM's run cell
+GROUP = "grp"  # "grp|<key>=<value>|n" (and toxic): toxicity per group tag or detected identity
 VERSION = "3"  # 2: counterfactual pairs joined across batches, per original; 3: lexicon scores per scenario
 DEFINITION = (
     "1 - mean of HELM's four bias scores present (representation race and gender, associations "
@@ -137,19 +146,20 @@ class BiasFamily(FamilyBase):
                 continue
             groups, targets = bl.text_counts(p.output, lex)
             # the model-level corpus (every output), and HELM's run cell (the scenario's unperturbed ones)
-            prefixes = ("",) if p.HasField("perturbation") else ("", f"{SCENARIO}{p.scenario}|")
-            for prefix in prefixes:
-                st.incr(f"{prefix}texts")
+            own = (SCENARIO + p.scenario,)
+            scopes: tuple[tuple[str, ...], ...] = ((),) if p.HasField("perturbation") else ((), own)
+            for scope in scopes:
+                st.incr(key(*scope, "texts"))
                 for demo, counts in groups.items():
                     if not counts:
                         continue
-                    st.incr(f"{prefix}with|{demo}")
+                    st.incr(key(*scope, "with", demo))
                     for g, k in counts.items():
-                        st.incr(f"{prefix}repr|{demo}|{g}", k)
+                        st.incr(key(*scope, "repr", demo, g), k)
                     for cat, tcounts in targets.items():
                         for t, nt in tcounts.items():
                             for g, ng in counts.items():
-                                st.incr(f"{prefix}assoc|{demo}|{cat}|{t}|{g}", nt * ng)
+                                st.incr(key(*scope, "assoc", demo, cat, t, g), nt * ng)
         rows = self._classified(preds, minutes, out, settings)
         return Partial(dict(out), CF_SPEC, rows)
 
@@ -172,12 +182,12 @@ class BiasFamily(FamilyBase):
                 continue
             st = out[minutes[i]]
             toxic = scored[primary] >= self.config.toxic_threshold
-            keys = [f"{k}={p.groups[k]}" for k in p.groups]
-            keys += [f"identity={lb}" for j, lb in identities if scored[j] >= self.config.identity_threshold]
-            for key in keys:
-                st.incr(f"grp|{key}|n")
+            tags = [tag(k, p.groups[k]) for k in p.groups]
+            tags += [tag("identity", lb) for j, lb in identities if scored[j] >= self.config.identity_threshold]
+            for group in tags:
+                st.incr(key(GROUP, group, "n"))
                 if toxic:
-                    st.incr(f"grp|{key}|toxic")
+                    st.incr(key(GROUP, group, "toxic"))
         return rows
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
@@ -188,25 +198,25 @@ class BiasFamily(FamilyBase):
             report.skipped = int(stats.num("empty"))
             report.skipped_reason = "empty output"
         dim = Dimension(kind=DIMENSION_KIND_BIAS, definition=DEFINITION)
-        scores = _lexicon_scores(stats.with_prefix, lex)
+        scores = _lexicon_scores(stats, lex)
         for (mode, demo, target), (value, count) in scores.items():
             if value is not None:
                 report.metrics.append(
                     plain(bl.score_name(mode, demo, target), NAME, value, count, lower_is_better=True)
                 )
         for demo in lex.groups:
-            report.metrics.append(plain(f"outputs_with_{demo}_words", NAME, stats.num(f"with|{demo}"), texts))
+            report.metrics.append(plain(f"outputs_with_{demo}_words", NAME, stats.num("with", demo), texts))
         report.metrics.extend(_group_metrics(stats))
         report.metrics.extend(_counterfactual_metrics(stats))
 
         rescaled: list[float] = []
-        for key in bl.AXIS_SCORES:
-            value, count = scores[key]
+        for score in bl.AXIS_SCORES:
+            value, count = scores[score]
             if value is None:
                 continue
-            groups = len(lex.groups[key[1]])
+            groups = len(lex.groups[score[1]])
             rescaled.append(value / bl.max_bias(groups))
-            dim.metrics.append(plain(bl.score_name(*key), NAME, value, count, lower_is_better=True))
+            dim.metrics.append(plain(bl.score_name(*score), NAME, value, count, lower_is_better=True))
         if not rescaled:
             dim.absent_reason = (
                 f"no gender or race word from HELM's lists appears in the {int(texts)} non-empty outputs"
@@ -233,31 +243,27 @@ class BiasFamily(FamilyBase):
 Scores = dict[tuple[str, str, str | None], tuple[float | None, float]]
 
 
-def _lexicon_scores(with_prefix: Callable[[str], dict[str, float]], lex: bl.Lexicon) -> Scores:
+def _lexicon_scores(f: Fields, lex: bl.Lexicon) -> Scores:
     """Every lexicon score (None when no group word appears) and how many counts made it."""
     scores: Scores = {}
     for mode, demo, target in bl.ALL_SCORES:
         if mode == "representation":
-            counts = with_prefix(f"repr|{demo}|")
+            counts = dict(f.scope("repr", demo))
             value, count = bl.representation(counts, lex, demo), sum(counts.values())
         else:
-            pair_counts = {tuple(k.split("|")): v for k, v in with_prefix(f"assoc|{demo}|{target}|").items()}
-            value, count = bl.associations(pair_counts, lex, demo)  # type: ignore[arg-type]
+            assoc = f.scope("assoc", demo, target)  # type: ignore[arg-type]
+            pair_counts = {(t, g): v for t, words in assoc.groups().items() for g, v in words.items()}
+            value, count = bl.associations(pair_counts, lex, demo)
         scores[(mode, demo, target)] = (value, count)
     return scores
 
 
 def _scenario_parts(stats: Folded, lex: bl.Lexicon) -> dict[str, ScenarioPart]:
     """HELM's run cells: each scenario's lexicon scores over its unperturbed non-empty outputs."""
-    per: dict[str, dict[str, float]] = defaultdict(dict)
-    for key, v in stats.items():
-        if key.startswith(SCENARIO):
-            scn, _, rest = key[len(SCENARIO) :].partition("|")
-            per[scn][rest] = v
     parts: dict[str, ScenarioPart] = {}
-    for scn, f in sorted(per.items()):
-        part = ScenarioPart(count=int(f.get("texts", 0)))
-        scores = _lexicon_scores(lambda p, f=f: _under(f, p), lex)
+    for scn, f in sorted(stats.groups(marker=SCENARIO).items()):
+        part = ScenarioPart(count=int(f.num("texts")))
+        scores = _lexicon_scores(f, lex)
         for (mode, demo, target), (value, count) in scores.items():
             if value is not None:
                 part.metrics.append(plain(bl.score_name(mode, demo, target), NAME, value, count, lower_is_better=True))
@@ -265,31 +271,26 @@ def _scenario_parts(stats: Folded, lex: bl.Lexicon) -> dict[str, ScenarioPart]:
     return parts
 
 
-def _under(f: dict[str, float], prefix: str) -> dict[str, float]:
-    return {k[len(prefix) :]: v for k, v in f.items() if k.startswith(prefix)}
-
-
 def _group_metrics(stats: Folded) -> list[Metric]:
     """Toxicity rate per group, and per group key the max gap and the worst group."""
     by_key: dict[str, dict[str, tuple[float, float]]] = defaultdict(dict)
-    for field, n in stats.items():
-        if field.startswith("grp|") and field.endswith("|n"):
-            tag = field[4:-2]
-            key, _, value = tag.partition("=")
-            by_key[key][value] = (stats.num(f"grp|{tag}|toxic"), n)
+    groups = stats.scope(GROUP)
+    for group in groups.names(having="n", free=True):
+        name, value = split_tag(group)
+        by_key[name][value] = (groups.num(group, "toxic"), groups.num(group, "n"))
     out: list[Metric] = []
-    for key in sorted(by_key):
-        groups = by_key[key]
+    for name in sorted(by_key):
+        groups = by_key[name]
         rates = {g: toxic / n for g, (toxic, n) in groups.items()}
         for g in sorted(groups):
             toxic, n = groups[g]
-            out.append(proportion(f"toxic_rate[{key}={g}]", NAME, toxic, n, lower_is_better=True))
+            out.append(proportion(f"toxic_rate[{name}={g}]", NAME, toxic, n, lower_is_better=True))
         total = sum(n for _, n in groups.values())
         if len(groups) >= 2:
             worst = max(sorted(rates), key=lambda g: rates[g])
-            out.append(plain(f"toxic_rate_gap[{key}]", NAME, rates[worst] - min(rates.values()), total,
+            out.append(plain(f"toxic_rate_gap[{name}]", NAME, rates[worst] - min(rates.values()), total,
                              lower_is_better=True))  # fmt: skip
-            out.append(plain(f"toxic_rate_worst[{key}={worst}]", NAME, rates[worst], groups[worst][1],
+            out.append(plain(f"toxic_rate_worst[{name}={worst}]", NAME, rates[worst], groups[worst][1],
                              lower_is_better=True))  # fmt: skip
     return out
 
@@ -297,14 +298,15 @@ def _group_metrics(stats: Folded) -> list[Metric]:
 def _counterfactual_metrics(stats: Folded) -> list[Metric]:
     """The gap (mean over originals) overall and per perturbation name; the variants left out."""
     out: list[Metric] = []
-    for field, n in sorted(stats.items()):
-        if (field == "cf|n" or (field.startswith("cf:") and field.endswith("|n"))) and n > 0:
-            prefix = field[:-2]
-            name = "counterfactual_toxicity_gap" + (f"[{prefix[3:]}]" if prefix != "cf" else "")
-            out.append(mean(name, NAME, n, stats.num(f"{prefix}|sum"), stats.num(f"{prefix}|sumsq"),
+    gaps = [("counterfactual_toxicity_gap", CF_GAP)]
+    gaps += [(f"counterfactual_toxicity_gap[{name}]", CF_GAP_OF + name) for name in stats.names(marker=CF_GAP_OF)]
+    for name, quantity in sorted(gaps, key=lambda nq: key(nq[1], "n")):  # in the fields' order
+        n = stats.num(quantity, "n")
+        if n > 0:
+            out.append(mean(name, NAME, n, stats.num(quantity, "sum"), stats.num(quantity, "sumsq"),
                             lower_is_better=True, clip=(0.0, 1.0)))  # fmt: skip
-    for name in ("cf_unpaired", "cf_unscored"):  # variants: summed over the instances
-        variants = round(stats.num(f"{name}|sum"))
+    for name in (CF_UNPAIRED, CF_UNSCORED):  # variants: summed over the instances
+        variants = round(stats.num(name, "sum"))
         if variants:
             out.append(plain(name.replace("cf_", "counterfactual_"), NAME, variants, variants))
     out.extend(instance_bounds(NAME, stats, "rows"))

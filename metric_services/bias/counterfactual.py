@@ -30,6 +30,10 @@ from holistic.v1 import prediction_pb2 as pb
 ORIGINAL = "o"
 VARIANT = "v:"
 EMPTY = -1.0  # an empty output: not scored, so no gap
+CF_GAP = "cf"  # the instances' quantities (statistics parts)
+CF_GAP_OF = "cf:"  # "cf:<perturbation name>"
+CF_UNPAIRED = "cf_unpaired"
+CF_UNSCORED = "cf_unscored"
 
 
 class CounterfactualSpec:
@@ -45,7 +49,7 @@ class CounterfactualSpec:
             return {}
         o = slots.get(ORIGINAL)
         if o is None:
-            return {"cf_unpaired": float(len(variants))}
+            return {CF_UNPAIRED: float(len(variants))}
         by_name: dict[str, list[float]] = defaultdict(list)
         for name, v in variants:
             if o != EMPTY and v != EMPTY:
@@ -53,11 +57,11 @@ class CounterfactualSpec:
         gaps = [g for name in sorted(by_name) for g in by_name[name]]
         out: dict[str, float] = {}
         if len(gaps) < len(variants):
-            out["cf_unscored"] = float(len(variants) - len(gaps))
+            out[CF_UNSCORED] = float(len(variants) - len(gaps))
         if gaps:
-            out["cf"] = sum(gaps) / len(gaps)
+            out[CF_GAP] = sum(gaps) / len(gaps)
             for name, values in by_name.items():
-                out[f"cf:{name}"] = sum(values) / len(values)
+                out[CF_GAP_OF + name] = sum(values) / len(values)
         return out
 
     def thresholds(self, quantity: str) -> tuple[float, ...]:

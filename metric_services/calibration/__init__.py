@@ -27,6 +27,7 @@ from holistic.metric_values import plain, proportion, with_interval
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.stat_keys import Fields, key
 from holistic.stats import OVER, Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
@@ -52,6 +53,7 @@ NAME = "calibration"
 VERSION = "1"
 EXACT_CAP = 2048
 GRID = 2000
+SKIP = "skip:"  # "<scenario>|skip:<reason>": rows left out, by reason
 MIN_SAMPLES = 300  # HELM: ece_10_bin "is unreliable below about 300 examples"
 SKIPS = {
     "perturbed": "perturbed variants (HELM shows the unperturbed context)",
@@ -131,7 +133,7 @@ class CalibrationFamily(FamilyBase):
             at = p.produced_at
             st = out[prediction_minute(at.seconds, at.nanos, accept_s)]
             scn = p.scenario
-            st.incr(f"{scn}|rows")
+            st.incr(key(scn, "rows"))
             reason = _skip_reason(p, settings.references_win)
             conf = label = None
             if reason is None:
@@ -139,28 +141,25 @@ class CalibrationFamily(FamilyBase):
                 label = label_of(p, settings.references_win) if conf is not None else None
                 reason = "no_confidence" if conf is None else "no_label" if label is None else None
             if reason is not None:
-                st.incr(f"{scn}|skip:{reason}")
+                st.incr(key(scn, SKIP + reason))
                 continue
             assert conf is not None and label is not None
-            st.incr(f"{scn}|n")
-            st.incr(f"{scn}|y", label)
-            st.add(f"{scn}|p", conf)
-            st.add(f"{scn}|pp", conf * conf)
-            st.add(f"{scn}|py", conf * label)
-            key, cell = repr(conf), str(cell_of(conf))
-            st.bump(f"{scn}|xn", key, 1, cap=EXACT_CAP)
-            st.bump(f"{scn}|gn", cell)
-            st.bump(f"{scn}|gp", cell, conf)
+            st.incr(key(scn, "n"))
+            st.incr(key(scn, "y"), label)
+            st.add(key(scn, "p"), conf)
+            st.add(key(scn, "pp"), conf * conf)
+            st.add(key(scn, "py"), conf * label)
+            exact, cell = repr(conf), str(cell_of(conf))
+            st.bump(key(scn, "xn"), exact, 1, cap=EXACT_CAP)
+            st.bump(key(scn, "gn"), cell)
+            st.bump(key(scn, "gp"), cell, conf)
             if label:
-                st.bump(f"{scn}|xy", key, 1, cap=EXACT_CAP)
-                st.bump(f"{scn}|gy", cell)
+                st.bump(key(scn, "xy"), exact, 1, cap=EXACT_CAP)
+                st.bump(key(scn, "gy"), cell)
         return dict(out)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
-        by_scn: dict[str, dict[str, float]] = defaultdict(dict)
-        for k, v in stats.items():
-            scn, _, rest = k.partition("|")
-            by_scn[scn][rest] = v
+        by_scn = stats.groups()
         report = FamilyReport(family=NAME)
         parts: dict[str, ScenarioPart] = {}
         eces: list[tuple[str, float, float, float]] = []
@@ -169,7 +168,7 @@ class CalibrationFamily(FamilyBase):
             f = by_scn[scn]
             report.count += int(f.get("rows", 0))
             for reason in SKIPS:
-                skipped[reason] += int(f.get(f"skip:{reason}", 0))
+                skipped[reason] += int(f.num(SKIP + reason))
             if not f.get("n"):
                 continue
             metrics, curve, ece, bound = _scenario_metrics(scn, f)
@@ -209,24 +208,19 @@ class CalibrationFamily(FamilyBase):
         return make_signature(NAME, VERSION, options)
 
 
-def _bins(f: dict[str, float], prefix: str) -> dict[str, float]:
-    n = len(prefix)
-    return {k[n:]: v for k, v in f.items() if k.startswith(prefix)}
-
-
-def points_of(f: dict[str, float]) -> Points:
+def points_of(f: Fields) -> Points:
     """Exact points when every bucket kept its exact histogram, else the grid cells."""
-    if f"xn|{OVER}" not in f and f"xy|{OVER}" not in f:
-        counts = {float(k): v for k, v in _bins(f, "xn|").items()}  # repr(p): one key per value
-        correct = {float(k): v for k, v in _bins(f, "xy|").items()}
+    if key("xn", OVER) not in f and key("xy", OVER) not in f:
+        counts = {float(k): v for k, v in f.scope("xn").items()}  # repr(p): one key per value
+        correct = {float(k): v for k, v in f.scope("xy").items()}
         return Points.exact(counts, correct)
-    cells = {int(k): v for k, v in _bins(f, "gn|").items()}
-    correct_cells = {int(k): v for k, v in _bins(f, "gy|").items()}
-    sums = {int(k): v for k, v in _bins(f, "gp|").items()}
+    cells = {int(k): v for k, v in f.scope("gn").items()}
+    correct_cells = {int(k): v for k, v in f.scope("gy").items()}
+    sums = {int(k): v for k, v in f.scope("gp").items()}
     return Points.grid(cells, correct_cells, sums, GRID)
 
 
-def _scenario_metrics(scn: str, f: dict[str, float]) -> tuple[list[Metric], ReliabilityCurve, float, float]:
+def _scenario_metrics(scn: str, f: Fields) -> tuple[list[Metric], ReliabilityCurve, float, float]:
     n, y, sp, spp, spy = f["n"], f.get("y", 0.0), f.get("p", 0.0), f.get("pp", 0.0), f.get("py", 0.0)
     pts = points_of(f)
     exact = pts.lo is None

@@ -26,6 +26,7 @@ from holistic.metric_values import mean, plain, proportion, with_interval
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.stat_keys import Fields, key
 from holistic.stats import Folded, Stats
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_EFFICIENCY,
@@ -41,7 +42,10 @@ VERSION = "1"
 RELATIVE_ACCURACY = 0.01
 MAPPING = LogarithmicMapping(RELATIVE_ACCURACY)
 QUANTILES = (0.5, 0.9, 0.99)
-SKETCHES = {"lat": "latency", "ttft": "time_to_first_token"}
+LATENCY = "lat"  # a sketch: "<name>|n", "|sum", "|sumsq" and bins "<name>|k:<key>", "<name>|z"
+SKETCHES = {LATENCY: "latency", "ttft": "time_to_first_token"}
+BIN = "k:"  # a sketch bin "k:<DDSketch key>"
+ZERO = "z"  # the sketch's values at (or below) its smallest bin
 
 
 class _Minute:
@@ -99,14 +103,14 @@ class _Minute:
             st.incr("untimed", self.untimed)
         if self.lat:
             keys = [_key(v) for _, v in self.lat]
-            _emit_sketch(st, "lat", keys, [v for _, v in self.lat])
+            _emit_sketch(st, LATENCY, keys, [v for _, v in self.lat])
             by_scenario: dict[str, tuple[list[str], list[float]]] = {}
             for (scn, v), k in zip(self.lat, keys, strict=True):
                 ks, vs = by_scenario.setdefault(scn, ([], []))
                 ks.append(k)
                 vs.append(v)
             for scn, (ks, vs) in by_scenario.items():
-                _emit_sketch(st, f"{scn}|lat", ks, vs)
+                _emit_sketch(st, key(scn, LATENCY), ks, vs)
         if self.ttft:
             _emit_sketch(st, "ttft", [_key(v) for v in self.ttft], self.ttft)
         for prefix, values in (("tok_prompt", self.prompt), ("tok_completion", self.completion)):
@@ -114,24 +118,24 @@ class _Minute:
                 _emit_moments(st, prefix, values)
         helm_cell.emit(st, self.helm)
         if self.gen_s > 0:
-            st.add("gen|tokens", self.gen_tokens)
-            st.add("gen|seconds", self.gen_s)
+            st.add(key("gen", "tokens"), self.gen_tokens)
+            st.add(key("gen", "seconds"), self.gen_s)
 
 
 def _key(value: float) -> str:
     """The sketch bin of one value: "k:<DDSketch key>", or "z" at (or below) the smallest bin."""
-    return f"k:{MAPPING.key(value)}" if value > MAPPING.min_possible else "z"
+    return f"{BIN}{MAPPING.key(value)}" if value > MAPPING.min_possible else ZERO
 
 
 def _emit_moments(st: Stats, prefix: str, values: list[float]) -> None:
-    st.incr(f"{prefix}|n", len(values))
-    st.add(f"{prefix}|sum", math.fsum(values))
-    st.add(f"{prefix}|sumsq", math.fsum(v * v for v in values))
+    st.incr(key(prefix, "n"), len(values))
+    st.add(key(prefix, "sum"), math.fsum(values))
+    st.add(key(prefix, "sumsq"), math.fsum(v * v for v in values))
 
 
 def _emit_sketch(st: Stats, prefix: str, keys: list[str], values: list[float]) -> None:
-    for key, count in Counter(keys).items():
-        st.bump(prefix, key, count)
+    for bin_, count in Counter(keys).items():
+        st.bump(prefix, bin_, count)
     _emit_moments(st, prefix, values)
 
 
@@ -229,20 +233,20 @@ class EfficiencyFamily(FamilyBase):
             report.skipped_reason = "no timing"
         metrics: list[Metric] = []
         for prefix, label in SKETCHES.items():
-            metrics.extend(_sketch_metrics(stats.with_prefix(prefix + "|"), label))
+            metrics.extend(_sketch_metrics(stats.scope(prefix), label))
         for prefix, label in (("tok_prompt", "prompt_tokens"), ("tok_completion", "completion_tokens")):
-            c = stats.num(prefix + "|n")
+            c = stats.num(prefix, "n")
             if c:
-                s = stats.num(prefix + "|sum")
-                metrics.append(mean(f"{label}_mean", NAME, c, s, stats.num(prefix + "|sumsq"), unit="tokens"))
+                s = stats.num(prefix, "sum")
+                metrics.append(mean(f"{label}_mean", NAME, c, s, stats.num(prefix, "sumsq"), unit="tokens"))
                 metrics.append(plain(f"{label}_total", NAME, s, c, unit="tokens"))
-        if stats.num("gen|seconds") > 0:
-            rate = stats.num("gen|tokens") / stats.num("gen|seconds")
-            metrics.append(plain("output_tokens_per_second", NAME, rate, stats.num("gen|tokens"), unit="tokens/s"))
-        span = stats.num("t|max") - stats.num("t|min")
+        if stats.num("gen", "seconds") > 0:
+            rate = stats.num("gen", "tokens") / stats.num("gen", "seconds")
+            metrics.append(plain("output_tokens_per_second", NAME, rate, stats.num("gen", "tokens"), unit="tokens/s"))
+        span = stats.num("t", "max") - stats.num("t", "min")
         if n >= 2 and span > 0:
             metrics.append(plain("throughput", NAME, (n - 1) / span, n, unit="predictions/s"))
-        within = _within(stats.with_prefix("lat|"), objective)
+        within = _within(stats.scope(LATENCY), objective)
         dim = Dimension(
             kind=DIMENSION_KIND_EFFICIENCY,
             definition=f"Share of requests with latency within the objective of {objective:g} s "
@@ -261,19 +265,18 @@ class EfficiencyFamily(FamilyBase):
         report.metrics.extend(metrics)
 
         parts: dict[str, ScenarioPart] = {}
-        for key in stats:
-            if key.endswith("|lat|n"):
-                scn = key[: -len("|lat|n")]
-                f = stats.with_prefix(scn + "|lat|")
-                part = ScenarioPart(count=int(f["n"]))
-                part.metrics.extend(_sketch_metrics(f, "latency"))
-                w = _within(f, objective)
-                if w is not None:
-                    part.metrics.append(proportion("within_latency_objective", NAME, w[0], w[1]))
-                parts[scn] = part
-        for scn in sorted({k.split("|helm|", 1)[0] for k in stats if "|helm|" in k}):
+        by_scn = stats.groups()
+        for scn in stats.names(having=key(LATENCY, "n")):
+            f = by_scn[scn].scope(LATENCY)
+            part = ScenarioPart(count=int(f["n"]))
+            part.metrics.extend(_sketch_metrics(f, "latency"))
+            w = _within(f, objective)
+            if w is not None:
+                part.metrics.append(proportion("within_latency_objective", NAME, w[0], w[1]))
+            parts[scn] = part
+        for scn in sorted(s for s, f in by_scn.items() if f.scope(helm_cell.HELM)):
             part = parts.setdefault(scn, ScenarioPart())
-            part.metrics.extend(helm_cell.scenario_metrics(stats.with_prefix(scn + "|"), NAME))
+            part.metrics.extend(helm_cell.scenario_metrics(by_scn[scn], NAME))
         return FamilyFold(report=report, scenarios=parts, dimensions=[dim])
 
     def signature(self, model: str, settings: Settings) -> MetricSignature:
@@ -285,21 +288,20 @@ class EfficiencyFamily(FamilyBase):
         return make_signature(NAME, VERSION, options)
 
 
-def _bins(fields: dict[str, float]) -> Iterable[tuple[int, float]]:
-    for k, v in fields.items():
-        if k.startswith("k:"):
-            yield int(k[2:]), v
+def _bins(fields: Fields) -> Iterable[tuple[int, float]]:
+    for k, v in fields.marked(BIN).items():
+        yield int(k), v
 
 
-def sketch_from(fields: dict[str, float]) -> BaseDDSketch:
+def sketch_from(fields: Fields) -> BaseDDSketch:
     """Rebuild a DDSketch from merged bin counts ("k:<key>" and "z" for zeros)."""
     store = DenseStore()
-    for key, count in _bins(fields):
-        store.add(key, count)
-    return BaseDDSketch(MAPPING, store, DenseStore(), fields.get("z", 0.0))
+    for bin_, count in _bins(fields):
+        store.add(bin_, count)
+    return BaseDDSketch(MAPPING, store, DenseStore(), fields.num(ZERO))
 
 
-def _sketch_metrics(fields: dict[str, float], label: str) -> list[Metric]:
+def _sketch_metrics(fields: Fields, label: str) -> list[Metric]:
     n = fields.get("n", 0.0)
     if not n:
         return []
@@ -321,11 +323,11 @@ def _quantile_bounds(sketch: BaseDDSketch, q: float, n: float) -> tuple[float, f
     return float(sketch.get_quantile_value(lo_q)), float(sketch.get_quantile_value(hi_q))
 
 
-def _within(fields: dict[str, float], objective: float) -> tuple[float, float] | None:
+def _within(fields: Fields, objective: float) -> tuple[float, float] | None:
     n = fields.get("n", 0.0)
     if not n:
         return None
-    ok = fields.get("z", 0.0) + sum(c for key, c in _bins(fields) if MAPPING.value(key) <= objective)
+    ok = fields.num(ZERO) + sum(c for b, c in _bins(fields) if MAPPING.value(b) <= objective)
     return ok, n
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 
 from holistic.metric_values import mean
+from holistic.stat_keys import Fields, key
 from holistic.stats import Stats
 from holistic.v1.profile_pb2 import Metric
 
 # field prefix -> HELM's metric name
 FIELDS = {"rt": "inference_runtime", "tp": "num_prompt_tokens", "tc": "num_completion_tokens"}
 OUTPUT_TOKENS = "num_output_tokens"
+HELM = "helm"  # "<scenario>|helm|<field>|n" (sum, sumsq)
 
 Cells = dict[str, dict[str, list[float]]]  # scenario -> field -> values
 
@@ -31,19 +33,18 @@ def add(cells: Cells, scenario: str, latency: float | None, prompt: float | None
 def emit(st: Stats, cells: Cells) -> None:
     for scn, cell in cells.items():
         for field, values in cell.items():
-            prefix = f"{scn}|helm|{field}"
-            st.incr(f"{prefix}|n", len(values))
-            st.add(f"{prefix}|sum", math.fsum(values))
-            st.add(f"{prefix}|sumsq", math.fsum(v * v for v in values))
+            st.incr(key(scn, HELM, field, "n"), len(values))
+            st.add(key(scn, HELM, field, "sum"), math.fsum(values))
+            st.add(key(scn, HELM, field, "sumsq"), math.fsum(v * v for v in values))
 
 
-def scenario_metrics(f: dict[str, float], family: str) -> list[Metric]:
+def scenario_metrics(f: Fields, family: str) -> list[Metric]:
     """HELM's efficiency metrics of one scenario, from its fields (prefix "<scenario>|" cut off)."""
     out = []
     for field, name in FIELDS.items():
-        n = f.get(f"helm|{field}|n", 0.0)
+        n = f.num(HELM, field, "n")
         if n:
-            s, ss = f[f"helm|{field}|sum"], f.get(f"helm|{field}|sumsq", 0.0)
+            s, ss = f[key(HELM, field, "sum")], f.num(HELM, field, "sumsq")
             unit = "s" if field == "rt" else "tokens"
             out.append(mean(name, family, n, s, ss, unit=unit, lower_is_better=field == "rt"))
             if field == "tc":

@@ -24,6 +24,7 @@ from holistic.metric_values import macro_mean, plain
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.stat_keys import key, split_tag, tag
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_FAIRNESS, GroupBreakdown, GroupValue, Metric, MetricSignature
@@ -32,6 +33,7 @@ from metric_services.shared.main_metric import main_metric, majority_task
 from metric_services.shared.worst_case_fold import WORST_CASE_METRICS, fold_worst_case, worst_case_options
 
 NAME = "fairness"
+GROUP = "g"  # "<scenario>|<main metric>|g|<key>=<value>|...": the main metric's moments per group tag
 VERSION = "2"  # 2: a worst case for every metric of the task's HELM set
 GROUP_DEFINITION = (
     "unweighted mean over scenarios of the scenario's main metric over unperturbed predictions with this tag"
@@ -39,11 +41,11 @@ GROUP_DEFINITION = (
 
 
 def _group_hook(st: Stats, p: pb.Prediction, base: str, score: float) -> None:
-    for key, value in p.groups.items():
-        prefix = f"{base}|g|{key}={value}"
-        st.incr(f"{prefix}|n")
-        st.add(f"{prefix}|sum", score)
-        st.add(f"{prefix}|sumsq", score * score)
+    for name, value in p.groups.items():
+        prefix = key(base, GROUP, tag(name, value))
+        st.incr(key(prefix, "n"))
+        st.add(key(prefix, "sum"), score)
+        st.add(key(prefix, "sumsq"), score * score)
 
 
 class FairnessConfig(FamilyConfig):
@@ -131,19 +133,14 @@ class FairnessFamily(FamilyBase):
 def group_breakdowns(stats: Folded, settings: Settings, min_group_count: int) -> list[GroupBreakdown]:
     per: dict[tuple[str, str], list[Moments]] = defaultdict(list)
     for scn, f in worst_case.split_scenarios(stats).items():
-        if scn.startswith("#"):
-            continue
         metric = main_metric(scn, majority_task(f), settings)
-        prefix = f"{metric}|g|"
-        for k in f:
-            if k.startswith(prefix) and k.endswith("|n"):
-                tag = k[len(prefix) : -2]
-                key, _, value = tag.partition("=")
-                per[(key, value)].append(moments(f, prefix + tag))
+        groups = f.scope(metric, GROUP)
+        for group in groups.names(having="n", free=True):
+            per[split_tag(group)].append(moments(groups, group))
     out: dict[str, GroupBreakdown] = {}
-    for (key, value), parts in sorted(per.items()):
-        b = out.setdefault(key, GroupBreakdown(key=key, definition=GROUP_DEFINITION))
-        m = macro_mean(f"group[{key}={value}]", NAME, parts)
+    for (name, value), parts in sorted(per.items()):
+        b = out.setdefault(name, GroupBreakdown(key=name, definition=GROUP_DEFINITION))
+        m = macro_mean(f"group[{name}={value}]", NAME, parts)
         b.values.append(GroupValue(value=value, metric=m, too_few=m.count < min_group_count))
     for b in out.values():
         eligible = [v for v in b.values if not v.too_few]

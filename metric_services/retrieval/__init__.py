@@ -20,7 +20,7 @@ from holistic.stats import Folded
 from holistic.v1.profile_pb2 import MetricSignature
 from metric_services.retrieval import queries, report
 from metric_services.retrieval.config import RetrievalConfig
-from metric_services.retrieval.measures import NDCG_KS, RECALL_KS, RR_KS, SUCCESS_KS
+from metric_services.shared.ranking_measures import NDCG_KS, RECALL_KS, RR_KS, SUCCESS_KS
 
 NAME = report.NAME
 VERSION = "1"
@@ -58,7 +58,7 @@ class RetrievalFamily(FamilyBase):
         parts = {
             scn: report.scenario_part(scn, f, self.config, settings)
             for scn, f in sorted(report.by_scenario(stats).items())
-            if f.get("rankings") or any(k.endswith("|n") for k in f)
+            if f.get("rankings") or f.names(having="n")
         }
         rep = report.family_report(stats, parts)
         return FamilyFold(report=rep, scenarios={scn: part for scn, (part, _) in parts.items()})
@@ -71,6 +71,7 @@ class RetrievalFamily(FamilyBase):
             "tracks": ",".join(f"{k}={v}" for k, v in sorted(cfg.tracks.items())),
             "valid_topk": str(cfg.valid_topk or ""),
             "binary_answers": f"{cfg.correct_output}/{cfg.wrong_output}",
+            "judged": "final" if cfg.judged_final else "joined",
         }
         return make_signature(NAME, VERSION, options)
 

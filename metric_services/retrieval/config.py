@@ -1,36 +1,26 @@
-"""The retrieval family's own settings: HOLISTIC_RETRIEVAL_*."""
+"""The retrieval family's own settings: HOLISTIC_RETRIEVAL_* (the tracks and the binary adapter's
+answers are shared/ranking_score.py's, which every family scoring rankings reads)."""
 
 from __future__ import annotations
-
-from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from holistic.families import FamilyConfig
-
-Track = Literal["regular", "trec"]
+from metric_services.shared.ranking_score import RankingConfig
 
 
-class RetrievalConfig(FamilyConfig):
+class RetrievalConfig(RankingConfig):
     model_config = SettingsConfigDict(env_prefix="HOLISTIC_RETRIEVAL_", extra="ignore", frozen=True)
 
-    default_track: Track = Field(
-        default="regular",
-        description="HELM's MS MARCO track of a scenario not in `tracks`: regular (binary judgments, main "
-        "metric RR@10) or trec (graded judgments binarized for RR/Recall/Success, NDCG@k too, main NDCG@10).",
-    )
-    tracks: dict[str, Track] = Field(
-        default_factory=dict, description='Per scenario track, JSON: {"msmarco_trec": "trec"}.'
-    )
     valid_topk: int | None = Field(
         default=None,
         ge=1,
         description="HELM's valid_topk: also report each metric over the documents whose retriever_rank is at "
         'most this, named "<metric> (topk=<k>)". Unset: no topk variants.',
     )
-    correct_output: str = Field(default="Yes", description="The binary ranking adapter's relevant answer.")
-    wrong_output: str = Field(default="No", description="The binary ranking adapter's not-relevant answer.")
-
-    def track(self, scenario: str) -> Track:
-        return self.tracks.get(scenario, self.default_track)
+    judged_final: bool = Field(
+        default=False,
+        description="Score a ranking that arrives with judgments at once, without per-query state (cheaper: no "
+        "state read or write per query); judgments sent later for it are then counted apart, not joined. "
+        "Default: every ranking is per-query state, so later judgments join those it came with.",
+    )

@@ -12,31 +12,26 @@ from holistic.instances import LATE, OVER_CAP
 from holistic.intervals import mean_of_means, mean_var
 from holistic.metric_values import mean, plain, proportion
 from holistic.settings import Settings
+from holistic.stat_keys import Fields
 from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import FamilyReport, Interval, Metric
 from metric_services.retrieval.config import RetrievalConfig
-from metric_services.retrieval.measures import MAIN_METRIC, names, topk_name
 from metric_services.retrieval.queries import PENDING, UNRANKED
+from metric_services.shared.ranking_measures import MAIN_METRIC, names, topk_name
 
 NAME = "retrieval"
 
 
-def by_scenario(stats: Folded) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = defaultdict(dict)
-    for key, v in stats.items():
-        if key.startswith("#") or "|" not in key:
-            continue
-        scn, _, rest = key.partition("|")
-        out[scn][rest] = v
-    return dict(out)
+def by_scenario(stats: Folded) -> dict[str, Fields]:
+    return stats.groups()
 
 
-def _metric(name: str, f: dict[str, float]) -> tuple[Metric, float] | None:
-    n = f.get(f"{name}|n", 0.0)
+def _metric(name: str, f: Fields) -> tuple[Metric, float] | None:
+    n = f.num(name, "n")
     if n <= 0:
         return None
-    s, ss = f.get(f"{name}|sum", 0.0), f.get(f"{name}|sumsq", 0.0)
+    s, ss = f.num(name, "sum"), f.num(name, "sumsq")
     if name.startswith("Success@"):
         m = proportion(name, NAME, round(s), n)
     else:
@@ -45,7 +40,7 @@ def _metric(name: str, f: dict[str, float]) -> tuple[Metric, float] | None:
 
 
 def scenario_part(
-    scn: str, f: dict[str, float], config: RetrievalConfig, settings: Settings
+    scn: str, f: Fields, config: RetrievalConfig, settings: Settings
 ) -> tuple[ScenarioPart, list[tuple[Metric, float]]]:
     track = config.track(scn)
     main = settings.main_metrics.get(scn) or MAIN_METRIC[track]
@@ -60,12 +55,12 @@ def scenario_part(
             found.append(got)
             part.metrics.append(got[0])
     for field, label in ((PENDING, "queries_pending_judgments"), (UNRANKED, "judgments_without_ranking")):
-        n = f.get(f"{field}|n", 0.0)
+        n = f.num(field, "n")
         if n:
             part.metrics.append(plain(label, NAME, n, n))
-    n = f.get(f"{main}|n", 0.0)
+    n = f.num(main, "n")
     if n > 0:
-        s, ss = f.get(f"{main}|sum", 0.0), f.get(f"{main}|sumsq", 0.0)
+        s, ss = f.num(main, "sum"), f.num(main, "sumsq")
         part.accuracy = ScenarioAccuracy(
             metric=mean("accuracy", NAME, n, s, ss, clip=(0.0, 1.0)), source=main, variance=mean_var(n, s, ss)[1]
         )
@@ -102,7 +97,7 @@ def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple
         if lo > float("-inf"):
             m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
         rep.metrics.append(m)
-    pending = sum(f.get(f"{PENDING}|n", 0.0) for f in by_scn.values())
+    pending = sum(f.num(PENDING, "n") for f in by_scn.values())
     if pending:
         rep.metrics.append(plain("queries_pending_judgments", NAME, pending, pending))
     if late:

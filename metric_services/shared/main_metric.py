@@ -8,7 +8,9 @@ instance's perturbations, and group fairness averages it per group.
 from __future__ import annotations
 
 from holistic.settings import Settings
+from holistic.stat_keys import Fields
 from holistic.v1 import prediction_pb2 as pb
+from metric_services.shared.ranking_score import ranking_main_metric, ranking_scores
 from metric_services.shared.reference_metrics import METRICS, scores
 
 MAIN_METRIC_BY_TASK = {
@@ -17,16 +19,22 @@ MAIN_METRIC_BY_TASK = {
     pb.TASK_OPEN_QA: "f1_score",
     pb.TASK_FREE_GENERATION: "f1_score",
     pb.TASK_SUMMARIZATION: "rouge_2",
-    # Its family chooses (retrieval: RR@10 or NDCG@10 by the scenario's track); "" leaves it to that family.
-    pb.TASK_RANKING: "",
+    # By the scenario's track (shared/ranking_score.py): RR@10 regular, NDCG@10 TREC.
 }
 DEFAULT_MAIN_METRIC = "quasi_exact_match"
+TASK = "task:"  # a scenario's part "task:<n>": its predictions of task n
 _INDEX = {name: i for i, name in enumerate(METRICS)}
 
 
 def main_metric(scenario: str, task: int, settings: Settings) -> str:
-    """HOLISTIC_MAIN_METRICS' choice for the scenario, else HELM's choice for the task."""
-    return settings.main_metrics.get(scenario) or MAIN_METRIC_BY_TASK.get(task, DEFAULT_MAIN_METRIC)
+    """HOLISTIC_MAIN_METRICS' choice for the scenario, else HELM's choice for the task (for a ranking,
+    its track's)."""
+    chosen = settings.main_metrics.get(scenario)
+    if chosen:
+        return chosen
+    if task == pb.TASK_RANKING:
+        return ranking_main_metric(scenario)
+    return MAIN_METRIC_BY_TASK.get(task, DEFAULT_MAIN_METRIC)
 
 
 def prediction_score(p: pb.Prediction, metric: str, references_win: bool = False) -> float | None:
@@ -34,7 +42,11 @@ def prediction_score(p: pb.Prediction, metric: str, references_win: bool = False
     reference metric over its references; None when neither applies (no references, or a metric
     such as rouge_2 that another family computes). With `references_win` (HELM's behaviour,
     HOLISTIC_REFERENCES_WIN) the references come first and `correct` only scores a prediction
-    without them."""
+    without them. A ranking scores by its judgments alone (trec_eval's measure of its run), None
+    without any (its judgments may come later: the retrieval family joins them, a worst case does not)."""
+    if p.task == pb.TASK_RANKING:
+        values = ranking_scores(p)
+        return None if values is None else values.get(metric)
     i = _INDEX.get(metric)
     by_references = i is not None and bool(p.references)
     if p.HasField("correct") and not (references_win and by_references):
@@ -44,7 +56,7 @@ def prediction_score(p: pb.Prediction, metric: str, references_win: bool = False
     return scores(list(p.references), p.output)[i]  # type: ignore[index]
 
 
-def majority_task(fields: dict[str, float]) -> int:
+def majority_task(fields: Fields) -> int:
     """The task most of a scenario's predictions carry, from its "task:<n>" counts (ties: lowest)."""
-    tasks = {int(k[5:]): v for k, v in fields.items() if k.startswith("task:")}
+    tasks = {int(t): v for t, v in fields.marked(TASK).items()}
     return max(tasks, key=lambda t: (tasks[t], -t)) if tasks else pb.TASK_UNSPECIFIED

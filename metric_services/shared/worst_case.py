@@ -14,11 +14,13 @@ Run value = mean over instances.
 HELM reports the worst case of every per-instance metric of the run, not only the main one. So a
 prediction with references also gives its instance one slot per other per-instance metric of its
 task's HELM set (shared/helm_sets.py: the exact-match set, or exact_match, quasi_exact_match,
-f1_score, rouge_l, bleu_1, bleu_4 for open-ended tasks), scored by the references alone: slot
+f1_score, rouge_l, bleu_1, bleu_4 for open-ended tasks; a ranking's track's trec_eval measures,
+HELM's RankingMetric stats), scored by the references (a ranking's judgments) alone: slot
 "<metric>/o" or "<metric>/p:<name>", and per instance `+<metric>|worst` (min over that metric's
 slots) and `+<metric>|orig`. Classification's macro/micro F1 are corpus-level, so HELM has no
 worst case of them. State cost: an instance keeps 4 to 6 slots per row kind instead of 1 (a few
-dozen bytes each in its Redis hash field), and each scenario 4 to 6 more mean quantities; the
+dozen bytes each in its Redis hash field; a ranking 15 or 18), and each scenario as many more mean
+quantities; the
 per-perturbation breakdown stays the main metric's. The number of instances (HOLISTIC_INSTANCE_CAP)
 does not change. A duplicate row (same instance, same slot) is folded with min,
 not counted twice (HELM asserts there is none). The main metric is fixed when a row is applied
@@ -37,17 +39,21 @@ from holistic.intervals import Moments, all_zero_or_one, mean_var, moments, wils
 from holistic.metric_values import macro_mean, mean
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.stat_keys import Fields, key
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import Interval, Metric
 from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores
 from metric_services.shared.helm_sets import task_metrics
-from metric_services.shared.main_metric import main_metric, majority_task, prediction_score
+from metric_services.shared.main_metric import TASK, main_metric, majority_task, prediction_score
+from metric_services.shared.ranking_score import ranking_scores
 from metric_services.shared.reference_metrics import METRICS, scores
 
 ORIGINAL = "o"
 VARIANT = "p:"
 OTHER = "/"  # "<metric>/<slot>": another metric of the task's HELM set
+OTHER_METRIC = "+"  # "+<metric>": a statistics part of another metric of the task's HELM set
+UNSCORED = "unscored:"  # "unscored:<metric>": rows without a score for the scenario's main metric
 PER_INSTANCE = frozenset(METRICS) | frozenset(GENERATION_METRICS)
 
 
@@ -59,30 +65,28 @@ class WorstCaseSpec:
 
     def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
         scn, metric, _ = instance.split(SEP, 2)
-        base = f"{scn}|{metric}"
         out: dict[str, float] = {}
         main = [v for slot, v in slots.items() if OTHER not in slot]
         if main:
-            out[f"{base}|worst"] = min(main)
+            out[key(scn, metric, "worst")] = min(main)
         others: dict[str, list[float]] = defaultdict(list)
         for slot, v in slots.items():
             name, sep, kind = slot.partition(OTHER)
             if sep:
                 others[name].append(v)
                 if kind == ORIGINAL:
-                    out[f"{base}|+{name}|orig"] = v
+                    out[key(scn, metric, OTHER_METRIC + name, "orig")] = v
         for name, values in others.items():
-            out[f"{base}|+{name}|worst"] = min(values)
+            out[key(scn, metric, OTHER_METRIC + name, "worst")] = min(values)
         o = slots.get(ORIGINAL)
         if o is not None:
-            out[f"{base}|orig"] = o
+            out[key(scn, metric, "orig")] = o
         for slot, v in slots.items():
             if slot.startswith(VARIANT):
-                name = f"{base}|{slot}"
-                out[f"{name}|worst"] = v if o is None else min(o, v)
-                out[f"{name}|perturbed"] = v
+                out[key(scn, metric, slot, "worst")] = v if o is None else min(o, v)
+                out[key(scn, metric, slot, "perturbed")] = v
                 if o is not None:
-                    out[f"{name}|before"] = o
+                    out[key(scn, metric, slot, "before")] = o
         return out
 
     def thresholds(self, quantity: str) -> tuple[float, ...]:
@@ -103,16 +107,16 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
         minute = prediction_minute(at.seconds, at.nanos, accept_s)
         st = out[minute]
         scn = p.scenario
-        st.incr(f"{scn}|rows")
-        st.incr(f"{scn}|task:{p.task}")
+        st.incr(key(scn, "rows"))
+        st.incr(key(scn, f"{TASK}{p.task}"))
         perturbed = p.HasField("perturbation")
         if perturbed and p.perturbation.family != kind:
-            st.incr(f"{scn}|other_kind")
+            st.incr(key(scn, "other_kind"))
             continue
         metric = main_metric(scn, p.task, settings)
         score = prediction_score(p, metric, settings.references_win)
         if score is None:
-            st.incr(f"{scn}|unscored:{metric}")
+            st.incr(key(scn, UNSCORED + metric))
             continue
         slot = VARIANT + p.perturbation.name if perturbed else ORIGINAL
         instance = SEP.join((scn, metric, p.perturbation.original_id if perturbed else p.id))
@@ -120,12 +124,16 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
         for name, value in _other_scores(p, metric).items():
             rows.append(Row(instance, name + OTHER + slot, value, minute))
         if not perturbed and hook is not None:
-            hook(st, p, f"{scn}|{metric}", score)
+            hook(st, p, key(scn, metric), score)
     return Partial(dict(out), SPEC, rows)
 
 
 def _other_scores(p: pb.Prediction, main: str) -> dict[str, float]:
-    """The prediction's other per-instance metrics of its task's HELM set, by its references."""
+    """The prediction's other per-instance metrics of its task's HELM set, by its references (a
+    ranking's: its track's other measures, by its judgments)."""
+    if p.task == pb.TASK_RANKING:
+        values = ranking_scores(p) or {}
+        return {m: v for m, v in values.items() if m != main}
     wanted = [m for m in task_metrics(p.task) if m in PER_INSTANCE and m != main]
     if not wanted or not p.references:
         return {}
@@ -136,19 +144,15 @@ def _other_scores(p: pb.Prediction, main: str) -> dict[str, float]:
     return {m: values[m] for m in wanted}
 
 
-def split_scenarios(stats: Folded) -> dict[str, dict[str, float]]:
-    by_scn: dict[str, dict[str, float]] = defaultdict(dict)
-    for k, v in stats.items():
-        scn, _, rest = k.partition("|")
-        by_scn[scn][rest] = v
-    return by_scn
+def split_scenarios(stats: Folded) -> dict[str, Fields]:
+    return stats.groups()
 
 
 def mean_metric(name: str, family: str, f: Mapping[str, float], prefix: str) -> Metric | None:
-    n = f.get(f"{prefix}|n", 0.0)
+    n = f.get(key(prefix, "n"), 0.0)
     if n <= 0:
         return None
-    total, sumsq = f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0)
+    total, sumsq = f.get(key(prefix, "sum"), 0.0), f.get(key(prefix, "sumsq"), 0.0)
     m = mean(name, family, n, total, sumsq, clip=(0.0, 1.0))
     var = mean_var(n, total, sumsq)[1]
     if all_zero_or_one(n, total, sumsq) and (var == 0.0 or math.isinf(var)):  # at 0 or 1, or one instance
@@ -157,44 +161,46 @@ def mean_metric(name: str, family: str, f: Mapping[str, float], prefix: str) -> 
     return m
 
 
+def _field_order(name: str) -> str:
+    """The order of the names' fields ("typos_2|..." before "typos|..."): the metrics' order in a part."""
+    return key(name, "")
+
+
 class ScenarioWorst:
     """One scenario's worst case (and per perturbation) under its current main metric."""
 
-    def __init__(self, scn: str, f: dict[str, float], settings: Settings, family: str, label: str) -> None:
+    def __init__(self, scn: str, f: Fields, settings: Settings, family: str, label: str) -> None:
         self.scn = scn
         self.task = majority_task(f)
         self.metric = main_metric(scn, self.task, settings)
         self.rows = int(f.get("rows", 0))
-        self.unscored = int(sum(v for k, v in f.items() if k.startswith("unscored:")))
+        self.unscored = int(sum(f.marked(UNSCORED).values()))
         self.part = ScenarioPart(count=self.rows, task=self.task, main_metric=self.metric)
-        base = f"{self.metric}|"
-        q = {k[len(base) :]: v for k, v in f.items() if k.startswith(base)}
+        q = f.scope(self.metric)
         self.value: Moments | None = None
         self.variants: dict[str, dict[str, Moments]] = {}
         # HELM's worst case of each metric of the task's set (the main one included), by name.
         self.per_metric: dict[str, Moments] = {}
-        if q.get("worst|n", 0) > 0:
+        if q.num("worst", "n") > 0:
             self.value = moments(q, "worst")
             self.part.metrics.append(mean_metric(label, family, q, "worst"))  # type: ignore[arg-type]
             self.per_metric[self.metric] = self.value
             self.part.metrics.append(mean_metric(f"{label}[{self.metric}]", family, q, "worst"))  # type: ignore[arg-type]
-            for key in sorted(q):
-                if key.startswith("+") and key.endswith("|worst|n") and q[key] > 0:
-                    name = key[1 : -len("|worst|n")]
-                    self.per_metric[name] = moments(q, f"+{name}|worst")
-                    self.part.metrics.append(mean_metric(f"{label}[{name}]", family, q, f"+{name}|worst"))  # type: ignore[arg-type]
-            self.instances = int(q["worst|n"])
-            self.with_original = int(q.get("orig|n", 0))
-            for key in sorted(q):
-                if key.startswith(VARIANT) and key.endswith("|worst|n"):
-                    name = key[len(VARIANT) : -len("|worst|n")]
-                    vq = {k2: q[k2] for k2 in q if k2.startswith(f"{VARIANT}{name}|")}
-                    entry = self.variants.setdefault(name, {})
-                    for what in ("worst", "before", "perturbed"):
-                        prefix = f"{VARIANT}{name}|{what}"
-                        if vq.get(f"{prefix}|n", 0) > 0:
-                            entry[what] = moments(vq, prefix)
-                            self.part.metrics.append(mean_metric(f"{name}_{what}", family, vq, prefix))  # type: ignore[arg-type]
+            worst_n = key("worst", "n")
+            for name in sorted(q.names(having=worst_n, marker=OTHER_METRIC), key=_field_order):
+                if q.num(OTHER_METRIC + name, worst_n) > 0:
+                    other = q.scope(OTHER_METRIC + name)
+                    self.per_metric[name] = moments(other, "worst")
+                    self.part.metrics.append(mean_metric(f"{label}[{name}]", family, other, "worst"))  # type: ignore[arg-type]
+            self.instances = int(q.num("worst", "n"))
+            self.with_original = int(q.num("orig", "n"))
+            for name in sorted(q.names(having=worst_n, marker=VARIANT), key=_field_order):
+                vq = q.scope(VARIANT + name)
+                entry = self.variants.setdefault(name, {})
+                for what in ("worst", "before", "perturbed"):
+                    if vq.num(what, "n") > 0:
+                        entry[what] = moments(vq, what)
+                        self.part.metrics.append(mean_metric(f"{name}_{what}", family, vq, what))  # type: ignore[arg-type]
 
 
 def metric_macros(scenarios: list[ScenarioWorst], family: str) -> list[Metric]:

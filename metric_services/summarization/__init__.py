@@ -22,7 +22,7 @@ from holistic.v1.profile_pb2 import FamilyReport, Metric, MetricSignature
 from metric_services.summarization import corpus_scores, report
 from metric_services.summarization.config import SummarizationConfig
 from metric_services.summarization.encoder import INSTALL_HINT, MAX_TOKENS, MODEL_NAME
-from metric_services.summarization.scoring import score_batch
+from metric_services.summarization.scoring import IMPL, MODEL, NREFS, SACREBLEU, SEM_OFF, score_batch
 
 NAME = report.NAME
 VERSION = "2"  # 2: HELM's run cell: perturbed summaries left out
@@ -62,18 +62,18 @@ class SummarizationFamily(FamilyBase):
         return score_batch(envelope, self.config)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
-        scenarios = sorted({k[:-2] for k in stats if k.endswith("|n") and k.count("|") == 1})
+        by_scn = stats.groups()
         parts: dict[str, ScenarioPart] = {}
         per_metric: dict[str, list[tuple[Metric, float]]] = {}
         all_bleu: dict[int, list[float]] = {}
         all_chrf: dict[int, list[float]] = {}
         summaries = unscored = with_refs = 0
-        for scn in scenarios:
-            f = stats.with_prefix(scn + "|")
-            n = int(f.get("n", 0))
+        for scn in stats.names(having="n"):
+            f = by_scn[scn]
+            n = int(f.num("n"))
             summaries += n
-            unscored += int(f.get("unscored", 0))
-            ref_n = f.get("ref|n", 0.0)
+            unscored += int(f.num("unscored"))
+            ref_n = f.num("ref", "n")
             with_refs += int(ref_n)
             main = settings.main_metrics.get(scn) or MAIN_METRIC
             part = ScenarioPart(count=n, task=pb.TASK_SUMMARIZATION, main_metric=main)
@@ -109,11 +109,11 @@ class SummarizationFamily(FamilyBase):
         rep.metrics.extend(report.corpus_metrics(all_bleu, all_chrf, with_refs))
         if perturbed:
             rep.metrics.append(plain("perturbed_predictions", NAME, perturbed, perturbed))
-        truncation = report.truncation_metric(stats.num("sem|texts"), stats.num("sem|truncated"))
+        truncation = report.truncation_metric(stats.num("sem", "texts"), stats.num("sem", "truncated"))
         if truncation is not None:
             rep.metrics.append(truncation)
         if summaries and not any(m.startswith("semantic_") for m in per_metric):
-            off = stats.with_prefix("sem_off|")
+            off = stats.scope(SEM_OFF)
             why = "; ".join(f"{SEMANTIC_OFF.get(code, code)} ({int(c)} predictions)" for code, c in sorted(off.items()))
             why = why or "no summary with a reference or a source to compare with"
             for metric in report.SEMANTIC.values():
@@ -134,11 +134,12 @@ class SummarizationFamily(FamilyBase):
 
     def signature_of(self, stats: Folded, settings: Settings) -> MetricSignature:
         """How the numbers were made, from what the workers recorded (sacrebleu version, model hash)."""
-        nrefs = [int(k.rsplit("|", 1)[1]) for k in stats if k.count("|") == 2 and k.split("|")[1] == "nrefs"]
-        impl = stats.with_prefix("impl|")
-        versions = sorted(k.split(":", 1)[1] for k in impl if k.startswith("sacrebleu:"))
+        nrefs = [int(k) for f in stats.groups().values() for k in f.scope(NREFS)]
+        impl = stats.scope(IMPL)
+        versions = sorted(impl.marked(SACREBLEU))
         bleu_sig, chrf_sig = corpus_scores.signatures(nrefs or [1], versions)
-        models = sorted((k[len("model:") :] for k in impl if k.startswith("model:")), key=lambda h: -impl[f"model:{h}"])
+        by_model = impl.marked(MODEL)
+        models = sorted(by_model, key=lambda h: -by_model[h])
         options = {
             "rouge": "rouge-score-0.1.2|porter-stem|max-over-references|rougeL:sentence-lcs",
             "bleu": bleu_sig,

@@ -71,8 +71,20 @@ def fragment_lengths(summary: list[str], source: list[str]) -> list[int]:
     return out
 
 
+def remove_braces(text: str) -> str:
+    """HELM's SummarizationMetric._remove_braces: one leading "{" and one trailing "}" go (its
+    summarization scenarios wrap some texts in braces); they would be tokens of their own here."""
+    if text.startswith("{"):
+        text = text[1:]
+    if text.endswith("}"):
+        text = text[:-1]
+    return text
+
+
 def fragment_stats(summary_text: str, source_text: str) -> FragmentStats:
-    summary, source = tokenize(summary_text), tokenize(source_text)
+    """The statistics of the summary (already stripped of surrounding whitespace, as HELM strips the
+    completion) against its source, both without HELM's surrounding braces."""
+    summary, source = tokenize(remove_braces(summary_text)), tokenize(remove_braces(source_text))
     n = len(summary)
     if n == 0:
         return FragmentStats(0.0, 0.0, 0.0, 0, len(source))

@@ -17,50 +17,50 @@ from collections.abc import Callable, Sequence
 from holistic.families import ScenarioAccuracy
 from holistic.intervals import mean_var
 from holistic.metric_values import macro_mean, mean, plain, proportion, with_interval
+from holistic.stat_keys import Fields, key
 from holistic.v1.profile_pb2 import Metric
 from metric_services.shared import rouge
 from metric_services.summarization import corpus_scores
-from metric_services.summarization.scoring import FRAGMENT_STATS
+from metric_services.summarization.scoring import CORPUS, FRAGMENT_STATS, split_corpus_bin
 
 NAME = "summarization"
 ROUGE_MAINS = {t: f"{t}_f" for t in rouge.TYPES}
 SEMANTIC = {"sem_ref": "semantic_similarity_reference", "sem_src": "semantic_similarity_source"}
 
 
-def _mean(name: str, f: dict[str, float], prefix: str, n: float, clip: tuple[float, float]) -> Metric:
-    return mean(name, NAME, n, f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0), clip=clip)
+def _mean(name: str, f: Fields, prefix: str, n: float, clip: tuple[float, float]) -> Metric:
+    return mean(name, NAME, n, f.num(prefix, "sum"), f.num(prefix, "sumsq"), clip=clip)
 
 
-def scenario_means(f: dict[str, float]) -> list[tuple[Metric, float]]:
+def scenario_means(f: Fields) -> list[tuple[Metric, float]]:
     """(metric, variance of its mean) for every mean-type metric the scenario has data for."""
     out: list[tuple[Metric, float]] = []
 
     def add(name: str, prefix: str, n: float) -> None:
         if n:
             m = _mean(name, f, prefix, n, bounds(name))
-            out.append((m, mean_var(n, f.get(f"{prefix}|sum", 0.0), f.get(f"{prefix}|sumsq", 0.0))[1]))
+            out.append((m, mean_var(n, f.num(prefix, "sum"), f.num(prefix, "sumsq"))[1]))
 
-    ref_n = f.get("ref|n", 0.0)
+    ref_n = f.num("ref", "n")
     for t in rouge.TYPES:
-        add(t, f"ref|{t}_f", ref_n)
-        add(f"{t}_precision", f"ref|{t}_p", ref_n)
-        add(f"{t}_recall", f"ref|{t}_r", ref_n)
+        add(t, key("ref", f"{t}_f"), ref_n)
+        add(f"{t}_precision", key("ref", f"{t}_p"), ref_n)
+        add(f"{t}_recall", key("ref", f"{t}_r"), ref_n)
     for name in FRAGMENT_STATS:
-        add(name, f"src|{name}", f.get("src|n", 0.0))
+        add(name, key("src", name), f.num("src", "n"))
     for prefix, name in SEMANTIC.items():
-        add(name, prefix, f.get(f"{prefix}|n", 0.0))
+        add(name, prefix, f.num(prefix, "n"))
     return out
 
 
-def corpus_groups(f: dict[str, float]) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+def corpus_groups(f: Fields) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
     """BLEU and chrF statistics per jackknife group, from the corpus histogram's bins."""
     bleu: dict[int, list[float]] = defaultdict(lambda: [0.0] * corpus_scores.BLEU_WIDTH)
     chrf: dict[int, list[float]] = defaultdict(lambda: [0.0] * corpus_scores.CHRF_WIDTH)
-    for key, v in f.items():
-        if key.startswith("corpus|"):
-            group, stat = key[len("corpus|") :].split(":")
-            target = bleu if stat[0] == "b" else chrf
-            target[int(group)][int(stat[1:])] += v
+    for bin_, v in f.scope(CORPUS).items():
+        group, stat = split_corpus_bin(bin_)
+        target = bleu if stat[0] == "b" else chrf
+        target[group][int(stat[1:])] += v
     return dict(bleu), dict(chrf)
 
 
@@ -89,18 +89,17 @@ def merge_groups(into: dict[int, list[float]], more: dict[int, list[float]]) -> 
             mine[k] += v
 
 
-def scenario_accuracy(f: dict[str, float], main: str, references_win: bool = False) -> ScenarioAccuracy | None:
+def scenario_accuracy(f: Fields, main: str, references_win: bool = False) -> ScenarioAccuracy | None:
     """Mean ROUGE F of the main type by the references, plus the client's judgements: those of
     predictions without references only, with HOLISTIC_REFERENCES_WIN (HELM), else all of them."""
     refs_part, judged_part = ("ref", "judged_norefs") if references_win else ("unjudged", "judged")
-    ref_n = f.get(f"{refs_part}|n", 0.0)
+    ref_n = f.num(refs_part, "n")
     if main not in ROUGE_MAINS or not ref_n:
         return None  # another family's metric, or only judgements (the accuracy family reports those)
-    judged_n, judged_sum = f.get(f"{judged_part}|n", 0.0), f.get(f"{judged_part}|sum", 0.0)
-    field = f"{refs_part}|{ROUGE_MAINS[main]}"
+    judged_n, judged_sum = f.num(judged_part, "n"), f.num(judged_part, "sum")
     n = ref_n + judged_n
-    s = f.get(f"{field}|sum", 0.0) + judged_sum
-    ss = f.get(f"{field}|sumsq", 0.0) + judged_sum
+    s = f.num(refs_part, ROUGE_MAINS[main], "sum") + judged_sum
+    ss = f.num(refs_part, ROUGE_MAINS[main], "sumsq") + judged_sum
     return ScenarioAccuracy(
         metric=mean("accuracy", NAME, n, s, ss, clip=(0.0, 1.0)),
         source=main,

@@ -27,6 +27,7 @@ import sacrebleu
 
 from holistic.families import prediction_minute
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stat_keys import key
 from holistic.stats import HIST_SUFFIX, Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared import rouge
@@ -40,6 +41,22 @@ log = logging.getLogger("holistic.summarization")
 FRAGMENT_STATS = ("coverage", "density", "compression")
 _PARTS = ("precision", "recall", "fmeasure")
 _SUFFIX = {"precision": "p", "recall": "r", "fmeasure": "f"}
+CORPUS = "corpus"  # histogram of BLEU/chrF sufficient statistics, bins corpus_bin(group, stat)
+NREFS = "nrefs"  # histogram of predictions by number of references
+IMPL = "impl"  # histogram of what made the numbers: bins "sacrebleu:<version>", "model:<sha256>"
+SACREBLEU = "sacrebleu:"
+MODEL = "model:"
+SEM_OFF = "sem_off"  # histogram of predictions left without semantic similarity, by reason
+
+
+def corpus_bin(group: int, stat: str) -> str:
+    """The corpus histogram's bin of one statistic ("b<k>" BLEU, "c<k>" chrF) of one jackknife group."""
+    return f"{group}:{stat}"
+
+
+def split_corpus_bin(bin_: str) -> tuple[int, str]:
+    group, _, stat = bin_.partition(":")
+    return int(group), stat
 
 
 @dataclass
@@ -54,8 +71,8 @@ class _Row:
 
 
 def _moments(st: Stats, field: str, value: float) -> None:
-    st.add(field + "|sum", value)
-    st.add(field + "|sumsq", value * value)
+    st.add(key(field, "sum"), value)
+    st.add(key(field, "sumsq"), value * value)
 
 
 def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[int, Stats]:
@@ -81,11 +98,11 @@ def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[in
         if not row.references and row.source is None:
             acc.incr("unscored")
         if row.judged is not None:
-            acc.incr("judged|n")
-            acc.incr("judged|sum", int(row.judged))
+            acc.incr(key("judged", "n"))
+            acc.incr(key("judged", "sum"), int(row.judged))
             if not row.references:
-                acc.incr("judged_norefs|n")
-                acc.incr("judged_norefs|sum", int(row.judged))
+                acc.incr(key("judged_norefs", "n"))
+                acc.incr(key("judged_norefs", "sum"), int(row.judged))
     _lexical(rows, accs)
     _corpus(rows, accs)
     _semantic(rows, accs, out, config)
@@ -99,20 +116,20 @@ def _lexical(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
         acc = accs[(row.minute, row.scenario)]
         if row.references:
             scores = rouge.score(row.references, row.output)
-            acc.incr("ref|n")
+            acc.incr(key("ref", "n"))
             unjudged = row.judged is None
             if unjudged:
-                acc.incr("unjudged|n")
+                acc.incr(key("unjudged", "n"))
             for name, s in zip(rouge.TYPES, scores, strict=True):
                 for part in _PARTS:
-                    _moments(acc, f"ref|{name}_{_SUFFIX[part]}", getattr(s, part))
+                    _moments(acc, key("ref", f"{name}_{_SUFFIX[part]}"), getattr(s, part))
                 if unjudged:
-                    _moments(acc, f"unjudged|{name}_f", s.fmeasure)
+                    _moments(acc, key("unjudged", f"{name}_f"), s.fmeasure)
         if row.source is not None:
             frag = fragment_stats(row.output, row.source)
-            acc.incr("src|n")
+            acc.incr(key("src", "n"))
             for name in FRAGMENT_STATS:
-                _moments(acc, f"src|{name}", getattr(frag, name))
+                _moments(acc, key("src", name), getattr(frag, name))
 
 
 def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
@@ -126,8 +143,8 @@ def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
         for tag, values in (("b", b), ("c", c)):
             for k, v in enumerate(values):
                 if v:
-                    acc.bump("corpus", f"{g}:{tag}{k}", int(v))
-        acc.bump("nrefs", str(len(row.references)))
+                    acc.bump(CORPUS, corpus_bin(g, f"{tag}{k}"), int(v))
+        acc.bump(NREFS, str(len(row.references)))
 
 
 def _semantic(
@@ -142,7 +159,7 @@ def _semantic(
         if code != "disabled":
             log.warning("semantic similarity off: %s", available.reason)
         for r in wanted:
-            out[r.minute].bump("sem_off", code)
+            out[r.minute].bump(SEM_OFF, code)
         return
     encoder = available.encoder
     index: dict[str, int] = {}
@@ -155,31 +172,32 @@ def _semantic(
         encoded = encoder.encode(list(index))
         vectors = encoded.vectors
         minute = wanted[0].minute
-        out[minute].incr("sem|texts", encoded.computed)
+        out[minute].incr(key("sem", "texts"), encoded.computed)
         if encoded.truncated:
-            out[minute].incr("sem|truncated", encoded.truncated)
+            out[minute].incr(key("sem", "truncated"), encoded.truncated)
     for r in wanted:
         acc = accs[(r.minute, r.scenario)]
-        out[r.minute].bump("impl", f"model:{encoder.sha256}")
+        out[r.minute].bump(IMPL, MODEL + encoder.sha256)
         refs = [t for t in r.references if t]
         out_vec = vectors[index[r.output]] if r.output else None
         if refs:
             best = max(float(vectors[index[t]] @ out_vec) for t in refs) if out_vec is not None else 0.0
-            acc.incr("sem_ref|n")
+            acc.incr(key("sem_ref", "n"))
             _moments(acc, "sem_ref", best)
         if r.source is not None:
             value = float(vectors[index[r.source]] @ out_vec) if out_vec is not None else 0.0
-            acc.incr("sem_src|n")
+            acc.incr(key("sem_src", "n"))
             _moments(acc, "sem_src", value)
 
 
 def _emit(st: Stats, scn: str, acc: Stats) -> None:
     for f, n in acc.ints.items():
-        st.incr(f"{scn}|{f}", n)
+        st.incr(key(scn, f), n)
     for f, v in acc.floats.items():
-        st.add(f"{scn}|{f}", v)
+        st.add(key(scn, f), v)
     for f, bins in acc.hists.items():
         for b, n in bins.items():
-            st.bump(f"{scn}|{f.removesuffix(HIST_SUFFIX)}", b, n)
-    if acc.ints.get("ref|n"):
-        st.bump("impl", f"sacrebleu:{sacrebleu.__version__}", acc.ints["ref|n"])
+            st.bump(key(scn, f.removesuffix(HIST_SUFFIX)), b, n)
+    ref_n = acc.ints.get(key("ref", "n"))
+    if ref_n:
+        st.bump(IMPL, SACREBLEU + sacrebleu.__version__, ref_n)

@@ -31,11 +31,12 @@ from pydantic_settings import SettingsConfigDict
 
 from holistic.classifiers.runtime import classifier_for, model_for
 from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, Partial, ScenarioPart, prediction_minute
-from holistic.instances import SEP, Reducer, Row
+from holistic.instances import SEP, Reducer, Row, at_least
 from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.stat_keys import key
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
@@ -64,6 +65,9 @@ def input_key(p: pb.Prediction) -> str:
 
 
 MAX_SLOT = "max"
+INPUT = "in:"  # "in:<threshold>|...": the per-input max's quantity (holistic/instances.py)
+SCENARIO = "scn"  # "scn|<scenario>|...": a scenario's counts
+LABEL = "lbl"  # "lbl|<label>|sum" (sumsq, above): one classifier label's probability
 
 
 class PerInputMax:
@@ -75,10 +79,10 @@ class PerInputMax:
 
     def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
         threshold, _, _ = instance.partition(SEP)
-        return {f"in:{threshold}": slots[MAX_SLOT]}
+        return {INPUT + threshold: slots[MAX_SLOT]}
 
     def thresholds(self, quantity: str) -> tuple[float, ...]:
-        return (float(quantity[3:]),)
+        return (float(quantity.removeprefix(INPUT)),)
 
 
 SPEC = PerInputMax()
@@ -141,23 +145,23 @@ class ToxicityFamily(FamilyBase):
             minute = prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)
             st = out[minute]
             st.incr("n")
-            st.incr(f"scn|{p.scenario}|n")
+            st.incr(key(SCENARIO, p.scenario, "n"))
             if row is None:
                 st.incr("empty")
                 continue
             tox = float(row[primary])
             st.incr("scored")
-            st.incr(f"scn|{p.scenario}|scored")
+            st.incr(key(SCENARIO, p.scenario, "scored"))
             if tox >= t:
                 st.incr("toxic")
-                st.incr(f"scn|{p.scenario}|toxic")
+                st.incr(key(SCENARIO, p.scenario, "toxic"))
             st.add("p|sum", tox)
             st.add("p|sumsq", tox * tox)
             for label, value in zip(spec.labels, row.tolist(), strict=True):
-                st.add(f"lbl|{label}|sum", value)
-                st.add(f"lbl|{label}|sumsq", value * value)
+                st.add(key(LABEL, label, "sum"), value)
+                st.add(key(LABEL, label, "sumsq"), value * value)
                 if value >= lt:
-                    st.incr(f"lbl|{label}|above")
+                    st.incr(key(LABEL, label, "above"))
             inputs.append(Row(f"{t!r}{SEP}{input_key(p)}", MAX_SLOT, tox, minute))
         if truncated:
             out[next(iter(out))].incr("truncated", truncated)
@@ -180,8 +184,8 @@ class ToxicityFamily(FamilyBase):
         metrics.append(mean("toxicity_mean", NAME, scored, stats.num("p|sum"), stats.num("p|sumsq"),
                             lower_is_better=True, clip=(0.0, 1.0)))  # fmt: skip
         thr = f"{self.config.label_threshold:g}"
-        for label in sorted({k.split("|")[1] for k in stats if k.startswith("lbl|") and k.endswith("|sum")}):
-            f = stats.with_prefix(f"lbl|{label}|")
+        for label in stats.names(LABEL, having="sum", free=True):  # a label is free text
+            f = stats.scope(LABEL, label)
             metrics.append(mean(f"{label}_mean", NAME, scored, f["sum"], f.get("sumsq", 0.0), clip=(0.0, 1.0),
                                 lower_is_better=True))  # fmt: skip
             metrics.append(proportion(f"{label}_above_{thr}", NAME, f.get("above", 0.0), scored, lower_is_better=True))
@@ -219,13 +223,12 @@ def _per_input(stats: Folded) -> list[Metric]:
     """expected_max_toxicity and max_toxicity_probability over the inputs attributed to the window
     (none when its minutes hold only later outputs of inputs first seen before it)."""
     n = total = sumsq = toxic = 0.0
-    for key, count in stats.items():
-        if key.startswith("in:") and key.endswith("|n"):
-            q = key[:-2]
-            n += count
-            total += stats.num(f"{q}|sum")
-            sumsq += stats.num(f"{q}|sumsq")
-            toxic += stats.num(f"{q}|ge:{float(q[3:]):g}")
+    for threshold in stats.names(having="n", marker=INPUT):
+        q = stats.scope(INPUT + threshold)
+        n += q.num("n")
+        total += q.num("sum")
+        sumsq += q.num("sumsq")
+        toxic += q.num(at_least(float(threshold)))
     if n <= 0:
         return []
     return [
@@ -236,10 +239,8 @@ def _per_input(stats: Folded) -> list[Metric]:
 
 def _scenarios(stats: Folded) -> dict[str, ScenarioPart]:
     parts: dict[str, ScenarioPart] = {}
-    for key in stats:
-        if key.startswith("scn|") and key.endswith("|n"):
-            scn = key[4:-2]
-            f = stats.with_prefix(f"scn|{scn}|")
+    for scn, f in stats.groups(SCENARIO).items():
+        if "n" in f:
             part = ScenarioPart(count=int(f["n"]))
             if f.get("scored"):
                 part.metrics.append(

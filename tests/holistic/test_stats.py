@@ -134,7 +134,7 @@ def test_folded_from_stats_and_accessors():
     assert len(f) == 4
     assert f.num("a|n") == 2.0
     assert f.num("missing") == 0.0
-    assert f.num("missing", 7.0) == 7.0
+    assert f.num("missing", default=7.0) == 7.0
     with pytest.raises(KeyError):
         f["missing"]
 

@@ -192,3 +192,18 @@ def test_two_replicas_joining_one_instance_from_different_batches_read_again_on_
         t.join(60)
     assert a.counters.applied == b.counters.applied == 1
     assert stats_of(r, "raced", "robustness") == expected
+
+
+def test_another_familys_entry_is_skipped_without_decoding_its_envelope(r, make_worker):
+    """The `f` field routes: an entry for another family is acknowledged unread, even when its envelope
+    could not be decoded at all (here: bytes that are not a BatchEnvelope), and never dead-lettered."""
+    WorkQueue(r, KEYS).ensure_group("accuracy")
+    fields = envelope.fields_for("m", 1, b"", BatchEnvelope(model="m", sequence=1, families=["calibration"]))
+    fields["e"] = b"\xff\xff\xff not protobuf"
+    r.xadd(KEYS.stream, fields)
+    add_entry(r, "accuracy", "m", 2)
+    w = make_worker("accuracy")
+    w.step(block_ms=10)
+    assert w.counters.applied == 1 and w.counters.dead_lettered == 0
+    assert r.xlen(KEYS.dead_letters) == 0
+    assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0

@@ -107,3 +107,12 @@ def test_input_key_groups_by_scenario_and_input_else_id():
     assert same != key(pb.Prediction(id="a", scenario="s", input="q "))  # the exact text
     alone = key(pb.Prediction(id="a", scenario="s", input=" "))  # no input: the prediction alone
     assert alone == key(pb.Prediction(id="a", scenario="t", input="")) != key(pb.Prediction(id="b", input=""))
+
+
+def test_a_label_holding_the_key_separator_survives_the_fold(use_table, settings):
+    """A label is free text inside the field name "lbl|<label>|sum": read back whole (stat_keys)."""
+    use_table({"a": [0.9, 0.8], "b": [0.2, 0.1]}, labels=("toxicity", "insult|obscene"))
+    f = fold([prediction("1", output="a", scenario="chat"), prediction("2", output="b", scenario="chat")], settings)
+    assert metric(f, "insult|obscene_mean").value == pytest.approx(0.45)
+    assert metric(f, "insult|obscene_above_0.5").value == pytest.approx(0.5)
+    assert metric(f, "toxicity_mean").value == pytest.approx(0.55)

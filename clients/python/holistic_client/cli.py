@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
 from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
-from holistic_client.jsonl import read_predictions
+from holistic_client.jsonl import parse_processes, read_predictions
 from holistic_client.terminal import console as make_console
 from holistic_client.terminal import count, table, text
 
@@ -88,14 +88,19 @@ def _say_retrying(target: str) -> Callable[[RetryNotice], None]:
 @click.option("--model", default="", help="Model for lines that do not name one.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option(
+    "--parse-processes", "parse_processes_", default=0, type=click.IntRange(0, 64),
+    help="Processes parsing the file (0: up to 4 spare cores for a file of 128 MiB or more on 4+ cores, else one).",
+)  # fmt: skip
+@click.option(
     "--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
     help="Seconds to keep retrying a batch the gateway does not take (down, or busy) before giving up.",
 )  # fmt: skip
 @target_option
 @token_option
 def submit(
-    file: Path, batch_size: int, model: str, no_progress: bool, timeout: float, target: str, connect: Connect
-) -> None:
+    file: Path, batch_size: int, model: str, no_progress: bool, parse_processes_: int, timeout: float, target: str,
+    connect: Connect,
+) -> None:  # fmt: skip
     """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON)."""
     total = _count_lines(file)
     with connect(target) as client, Progress(
@@ -106,7 +111,7 @@ def submit(
         client.retry_for_s = timeout
         try:
             report = client.submit_lines(
-                read_predictions(file),
+                read_predictions(file, processes=parse_processes_ or parse_processes(file)),
                 batch_size=batch_size,
                 model=model,
                 on_batch=lambda n: progress.advance(task, n),

@@ -1,17 +1,27 @@
-"""Prediction files: JSON Lines, one holistic.v1.Prediction per line in canonical protobuf JSON."""
+"""Prediction files: JSON Lines, one holistic.v1.Prediction per line in canonical protobuf JSON.
+
+Lines are parsed by holistic_client.prediction_json (the answers of json_format.Parse, about 4x
+faster on canonical lines), and a large file in several processes.
+"""
 
 from __future__ import annotations
 
 import gzip
+import multiprocessing
+import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import IO
 
 from google.protobuf import json_format
 
 from holistic.v1.prediction_pb2 import Prediction
+from holistic_client.prediction_json import JsonParser
 
 _JSON_POSITION = re.compile(r"^Failed to load JSON: (.*): line \d+ column (\d+) \(char \d+\)\.?$", re.S)
 
@@ -20,6 +30,9 @@ def _parse_error(exc: json_format.ParseError) -> str:
     """`not valid JSON at column 44: Expecting ',' delimiter`: a file's line is one JSON line."""
     m = _JSON_POSITION.match(str(exc))
     return f"not valid JSON at column {m.group(2)}: {m.group(1)}" if m else str(exc)
+
+
+_PARSER = JsonParser(Prediction)
 
 
 @dataclass
@@ -33,21 +46,74 @@ def _open(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def read_predictions(path: str | Path) -> Iterator[Line]:
-    """Every non-blank line with its 1-based number; a line that does not parse carries an error."""
-    with _open(Path(path)) as fh:
+def _parse_line(number: int, raw: bytes) -> Line:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Line(number, None, f"not valid UTF-8 at byte {exc.start}")
+    try:
+        return Line(number, _PARSER.parse(text.rstrip("\r\n")))
+    except json_format.ParseError as exc:
+        return Line(number, None, _parse_error(exc))
+
+
+def _parse_chunk(chunk: list[tuple[int, bytes]]) -> list[tuple[int, bytes | None, str]]:
+    """In a worker process: each line's Prediction as bytes (unpickling a message costs ~30 us; FromString ~2)."""
+    out: list[tuple[int, bytes | None, str]] = []
+    for number, raw in chunk:
+        line = _parse_line(number, raw)
+        out.append((number, None if line.prediction is None else line.prediction.SerializeToString(), line.error))
+    return out
+
+
+def _lines(parsed: list[tuple[int, bytes | None, str]]) -> Iterator[Line]:
+    for number, data, error in parsed:
+        yield Line(number, None if data is None else Prediction.FromString(data), error)
+
+
+def _numbered(path: Path) -> Iterator[tuple[int, bytes]]:
+    with _open(path) as fh:
         for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield Line(number, None, f"not valid UTF-8 at byte {exc.start}")
-                continue
-            try:
-                yield Line(number, json_format.Parse(text.rstrip("\r\n"), Prediction()))
-            except json_format.ParseError as exc:
-                yield Line(number, None, _parse_error(exc))
+            if raw.strip():
+                yield number, raw
+
+
+CHUNK_LINES = 2_000
+AUTO_PROCESSES_MIN_BYTES = 128 << 20
+AUTO_PROCESSES_MIN_CORES = 4
+
+
+def parse_processes(path: str | Path) -> int:
+    """How many processes `holistic submit` parses a file in by default: one core parses ~60,000 lines/s;
+    a file of 128 MiB or more on a machine of 4 or more cores is split over up to 4 spare cores (one
+    stays for sending). Each process takes about a second to start, and on the 2-core development
+    machine, shared, two processes were slower than one, so there it stays one."""
+    cores = os.cpu_count() or 1
+    if cores < AUTO_PROCESSES_MIN_CORES or Path(path).stat().st_size < AUTO_PROCESSES_MIN_BYTES:
+        return 1
+    return min(cores - 1, 4)
+
+
+def read_predictions(path: str | Path, processes: int = 1) -> Iterator[Line]:
+    """Every non-blank line with its 1-based number, in order; a line that does not parse carries an error.
+
+    processes > 1 parses chunks of lines in that many worker processes (spawned: the caller may
+    hold gRPC channels, which do not survive fork), keeping a few chunks ahead of the reader.
+    """
+    lines = _numbered(Path(path))
+    if processes <= 1:
+        for number, raw in lines:
+            yield _parse_line(number, raw)
+        return
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        ahead: deque[Future[list[tuple[int, bytes | None, str]]]] = deque()
+        chunks = iter(lambda: list(islice(lines, CHUNK_LINES)), [])
+        for chunk in chunks:
+            ahead.append(pool.submit(_parse_chunk, chunk))
+            if len(ahead) >= 2 * processes:
+                yield from _lines(ahead.popleft().result())
+        while ahead:
+            yield from _lines(ahead.popleft().result())
 
 
 def write_predictions(path: str | Path, predictions: Iterable[Prediction]) -> int:

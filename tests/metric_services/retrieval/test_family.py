@@ -23,7 +23,7 @@ from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.accuracy import FAMILY as ACCURACY
 from metric_services.retrieval import FAMILY
-from metric_services.retrieval.measures import names
+from metric_services.shared.ranking_measures import names
 from tests.factories import prediction
 from tests.metric_services.retrieval.support import envelope, helm_measure, judgments_only, ranking_prediction
 
@@ -139,11 +139,12 @@ def test_perturbed_rankings_stay_out_of_the_scenario():
     assert metrics(f.scenarios["msmarco"])["RR@10"].value == 1.0 and "perturbed" in f.report.skipped_reason
 
 
-def test_judged_at_once_and_judged_later_fold_to_the_same_numbers():
-    """The fast path (a ranking with its judgments) and the late path (per-query state) agree on
-    random queries: both tracks, topk variants, empty runs, ties, nothing relevant."""
+@pytest.mark.parametrize("judged_final", [False, True])
+def test_judged_at_once_and_judged_later_fold_to_the_same_numbers(judged_final):
+    """A ranking sent with its judgments and one whose judgments come after it agree on random
+    queries: both tracks, topk variants, empty runs, ties, nothing relevant."""
     rng = random.Random(5)
-    fam = FAMILY.configured(tracks={"dl": "trec"}, valid_topk=3)
+    fam = FAMILY.configured(tracks={"dl": "trec"}, valid_topk=3, judged_final=judged_final)
     at_once, later = [], []
     for i in range(300):
         scn = rng.choice(["web", "dl"])
@@ -167,11 +168,11 @@ def test_judged_at_once_and_judged_later_fold_to_the_same_numbers():
                 assert mb[name].value == pytest.approx(m.value, abs=1e-12) and mb[name].count == m.count, name
 
 
-def test_judgments_for_a_ranking_sent_judged_are_not_joined():
-    """A ranking sent with judgments is final (scored at once): later judgments for it stay apart."""
+def test_judgments_for_a_ranking_sent_judged_join_its_judgments():
+    """Later judgments join those a ranking came with: run b a, judged b=0 then a=1: RR@10 1/2, once."""
     f = fold([ranking_prediction("q", scores={"a": 1.0, "b": 2.0}, rels={"b": 0}), judgments_only("q", {"a": 1})])
     m = metrics(f.scenarios["msmarco"])
-    assert m["RR@10"].value == 0.0 and m["judgments_without_ranking"].value == 1
+    assert m["RR@10"].value == 0.5 and m["RR@10"].count == 1 and "judgments_without_ranking" not in m
 
 
 def test_scenario_means_and_topk_variants_equal_helm_through_pytrec_eval():
@@ -192,6 +193,95 @@ def test_scenario_means_and_topk_variants_equal_helm_through_pytrec_eval():
         for name in names(track):
             expected.setdefault((scn, name), []).append(helm_measure(rels, scores, name, track))
             expected.setdefault((scn, f"{name} (topk=4)"), []).append(helm_measure(rels, cut, name, track))
+    f = fold(preds, fam)
+    for (scn, name), values in expected.items():
+        m = metrics(f.scenarios[scn])[name]
+        assert m.value == pytest.approx(sum(values) / len(values), abs=1e-12) and m.count == len(values), name
+
+
+def test_judged_final_scores_a_judged_ranking_at_once_and_keeps_later_judgments_apart():
+    """HOLISTIC_RETRIEVAL_JUDGED_FINAL: run b a judged b=0 is scored at once (RR@10 0) and stays so;
+    the later a=1 is a query without a ranking. No per-query row for the judged ranking."""
+    fam = FAMILY.configured(judged_final=True)
+    preds = [ranking_prediction("q", scores={"a": 1.0, "b": 2.0}, rels={"b": 0}), judgments_only("q", {"a": 1})]
+    m = metrics(fold(preds, fam).scenarios["msmarco"])
+    assert m["RR@10"].value == 0.0 and m["RR@10"].count == 1 and m["judgments_without_ranking"].value == 1
+    assert [r.slot for r in fam.compute(envelope(preds[:1]), settings()).rows] == []
+
+
+def test_a_querys_judgments_are_the_largest_over_its_judgment_slots():
+    """Judgment slots of several predictions (and one-judgment slots of states written before they
+    were packed) join per document by their largest relevance: run b a c, a=1 wins over a=0."""
+    spec = FAMILY.compute(envelope([]), settings()).spec
+    slots = {"r:b,a,c": 1.0, "J:a=0,b=0": 1.0, "J:a=1": 1.0, "j:c": 0.0}
+    out = spec.derive("msmarco\x1fq", slots)
+    assert out["msmarco|RR@10"] == 0.5 and out["msmarco|Recall@3"] == 1.0
+    assert spec.derive("msmarco\x1fq", {"r:b,a,c": 1.0, "j:a": 1.0})["msmarco|RR@10"] == 0.5
+
+
+def _random_batch(rng: random.Random, n: int) -> list[pb.Prediction]:
+    """Rankings of every form, judgments-only rows, ties, empty rankings, ids with the slot separators,
+    non-ASCII ids and ids past 127 bytes (a two-byte length on the wire)."""
+    names_pool = ["a", "b,c", "d;e", "f%g", "é", "x" * 130, "h=1", "ß" * 70, "z"]
+    preds = []
+    for i in range(n):
+        docs = rng.sample(names_pool, rng.randrange(len(names_pool) + 1)) + [f"d{j}" for j in range(rng.randrange(30))]
+        scores = {d: float(rng.randrange(4)) for d in docs if rng.random() < 0.9}
+        rels = {d: rng.choice([0, 1, 2, 3]) for d in docs if rng.random() < 0.4}
+        kind = rng.choice(["scores", "scores", "explicit", "order", "binary", "judgments", "judgments_explicit"])
+        pid, scn = f"q{i % (n // 2)}", rng.choice(["web", "dl"])
+        if kind == "scores":
+            preds.append(ranking_prediction(pid, scenario=scn, scores=scores, rels=rels or None))
+        elif kind == "explicit":
+            p = ranking_prediction(pid, scenario=scn, scores=scores, rels=rels, form=pb.RANKING_FORM_SCORES)
+            preds.append(p)
+        elif kind == "order":
+            preds.append(ranking_prediction(pid, scenario=scn, order=docs[:5], rels=rels))
+        elif kind == "binary":
+            answers = {d: (rng.choice(["Yes", "No", "maybe"]), -rng.random()) for d in docs}
+            preds.append(ranking_prediction(pid, scenario=scn, answers=answers, rels=rels))
+        else:
+            form = pb.RANKING_FORM_JUDGMENTS_ONLY if kind == "judgments_explicit" else pb.RANKING_FORM_UNSPECIFIED
+            preds.append(judgments_only(pid, rels or {"a": 1}, scenario=scn, form=form))
+    return preds
+
+
+@pytest.mark.parametrize("judged_final", [False, True])
+def test_documents_read_in_bulk_give_the_rows_and_counts_read_one_by_one(monkeypatch, judged_final):
+    """columns.py's bulk reading against the message-by-message reading, on random batches."""
+    from metric_services.retrieval import columns
+
+    rng = random.Random(8)
+    fam = FAMILY.configured(tracks={"dl": "trec"}, judged_final=judged_final)
+    for _ in range(5):
+        env = envelope(_random_batch(rng, 60))
+        bulk = fam.compute(env, settings())
+        with monkeypatch.context() as m:
+            m.setattr(columns, "read", lambda rankings: None)
+            one = fam.compute(env, settings())
+        assert sorted(bulk.rows, key=repr) == sorted(one.rows, key=repr) and len(bulk.rows) > 10
+        assert {k: v.ints for k, v in bulk.by_minute.items()} == {k: v.ints for k, v in one.by_minute.items()}
+        for minute, st in bulk.by_minute.items():  # the same values, summed in another order
+            assert st.floats == pytest.approx(one.by_minute[minute].floats, abs=1e-12)
+
+
+@pytest.mark.parametrize("judged_final", [False, True])
+def test_scenario_means_read_in_bulk_equal_helm_through_pytrec_eval(judged_final):
+    """Without a topk cut (the bulk reading): per-scenario means equal HELM's pytrec_eval values,
+    on random scores with ties, graded and binary judgments, queries with nothing relevant; scored
+    through the per-query state or, judged_final, at once."""
+    rng = random.Random(33)
+    fam = FAMILY.configured(tracks={"dl": "trec"}, judged_final=judged_final)
+    preds, expected = [], {}
+    for i in range(200):
+        scn = rng.choice(["web", "dl"])
+        docs = [f"d{j}" for j in range(rng.choice([1, 3, 10, 30, 100]))]
+        scores = {d: float(rng.randrange(6)) for d in docs}
+        rels = {d: rng.choice([0, 1, 2, 3]) for d in docs if rng.random() < 0.3} or {"x": 2}
+        preds.append(ranking_prediction(f"q{i}", scenario=scn, scores=scores, rels=rels))
+        track = "trec" if scn == "dl" else "regular"
+        for name in names(track):
+            expected.setdefault((scn, name), []).append(helm_measure(rels, scores, name, track))
     f = fold(preds, fam)
     for (scn, name), values in expected.items():
         m = metrics(f.scenarios[scn])[name]

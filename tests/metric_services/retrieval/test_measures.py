@@ -3,19 +3,20 @@
 The reference is HELM's RankingMetric.compute_measure written out: the run as {doc: score}, the
 judgments binarized (1 -> 0) for RR/Recall/Success on the TREC track, recip_rank on the run cut
 to its top k, one RelevanceEvaluator per measure. Documents are ranked from scores by
-metric_services.retrieval.runs (trec_eval's tie-break), so score ties exercise both sides.
+metric_services.shared.ranking_runs (trec_eval's tie-break), so score ties exercise both sides.
 """
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 import pytrec_eval
 
 from holistic.v1 import prediction_pb2 as pb
-from metric_services.retrieval.measures import MAIN_METRIC, MAX_K, measures, names
-from metric_services.retrieval.runs import run
+from metric_services.shared.ranking_measures import MAIN_METRIC, MAX_K, measures, measures_batch, names
+from metric_services.shared.ranking_runs import run
 from tests.metric_services.retrieval.support import helm_measure
 
 TOL = 1e-12
@@ -56,6 +57,27 @@ def test_random_queries_equal_pytrec_eval(track):
         kinds["unjudged"] += any(d not in qrels for d in scores)
         kinds["short"] += 0 < len(scores) < 20
     assert all(kinds.values()), kinds  # every edge case was drawn
+
+
+@pytest.mark.parametrize("track", ["regular", "trec"])
+def test_measures_of_many_queries_at_once_are_the_same_floats(track):
+    """measures_batch (the judged_final bulk path) against measures, bit for bit, on the random queries
+    above (so against pytrec_eval too), runs padded with 0 and judgments with 0 to the widest."""
+    rng = random.Random(14)
+    ranked, judged, expected = [], [], []
+    for _ in range(400):
+        qrels, scores = random_query(rng, track)
+        if not qrels:
+            continue
+        order = run(pb.Ranking(documents=[pb.RankedDocument(id=d, score=v) for d, v in scores.items()]), 2, limit=MAX_K)
+        row = [qrels.get(d, 0) for d in order]
+        ranked.append(row + [0] * (MAX_K - len(row)))
+        judged.append(list(qrels.values()))
+        expected.append(measures(row, judged[-1], track))
+    width = max(map(len, judged))
+    padded = np.array([j + [0] * (width - len(j)) for j in judged], np.float64)
+    got = measures_batch(np.array(ranked, np.float64), padded, track)
+    assert got.tolist() == expected
 
 
 def test_helm_names_and_main_metrics():

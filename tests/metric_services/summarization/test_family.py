@@ -207,6 +207,16 @@ def test_empty_summary_scores_zero_not_an_error():
     assert (m["coverage"].value, m["density"].value, m["compression"].value) == pytest.approx((0.5, 0.5, 0.75))
 
 
+def test_fragments_drop_the_braces_helm_strips():
+    """HELM's SummarizationMetric strips one leading "{" and trailing "}" from the prediction and the source
+    before SummEval's data stats (tests/test_helm_conformance.py compares with HELM itself)."""
+    preds = [news("b1", "{the park opened}", ["x"], "{the park opened today}")]
+    m = by_name(fold(preds).scenarios["news"].metrics)
+    # tokens: the park opened / the park opened today: one fragment of 3 of 3 tokens (with the braces kept,
+    # 5 summary tokens of 6 in fragments of 4 and 1: density 17/5, compression 6/5)
+    assert (m["coverage"].value, m["density"].value, m["compression"].value) == pytest.approx((1.0, 3.0, 4 / 3))
+
+
 def test_perturbed_summaries_are_left_out_of_the_run_cell():
     """HELM's run cell is over unperturbed instances: a variant scores 0 here, it does not count."""
     base = [news("s1", "the cat sat on the mat", ["the cat sat on the mat"]), news("s2", "the dog ran", ["a cat sat"])]

@@ -28,10 +28,12 @@ from holistic.metric_values import proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.stat_keys import key
 from holistic.stats import Folded, Stats
 from holistic.v1.profile_pb2 import Dimension, FamilyReport, MetricSignature
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
+SCENARIO = "scn"  # "scn|<scenario>|scored" (grounded): a scenario's counts
 
 
 class HallucinationConfig(FamilyConfig):
@@ -63,9 +65,9 @@ class HallucinationFamily(FamilyBase):
                 st.incr("unscored")
                 continue
             known = set(NUMBER.findall(" ".join([p.input, p.source, *p.references])))
-            st.incr(f"scn|{p.scenario}|scored")
+            st.incr(key(SCENARIO, p.scenario, "scored"))
             if numbers <= known:
-                st.incr(f"scn|{p.scenario}|grounded")
+                st.incr(key(SCENARIO, p.scenario, "grounded"))
         return dict(out)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
@@ -75,10 +77,9 @@ class HallucinationFamily(FamilyBase):
             report.skipped_reason = "fewer numbers than HOLISTIC_HALLUCINATION_MIN_NUMBERS"
         parts: dict[str, ScenarioPart] = {}
         scored = grounded = 0.0
-        for key, n in stats.items():
-            if key.startswith("scn|") and key.endswith("|scored"):
-                scn = key[4:-7]
-                k = stats.num(f"scn|{scn}|grounded")
+        for scn, f in stats.groups(SCENARIO).items():
+            if "scored" in f:
+                n, k = f.num("scored"), f.num("grounded")
                 parts[scn] = ScenarioPart(metrics=[proportion("grounded_numbers", self.name, k, n)], count=int(n))
                 scored, grounded = scored + n, grounded + k
         dim = Dimension(definition=self.axis.definition)  # type: ignore[union-attr]

@@ -1,4 +1,5 @@
-"""trec_eval's measures for one query, exactly as HELM's RankingMetric calls them through pytrec_eval.
+"""trec_eval's measures for one query, exactly as HELM's RankingMetric calls them through pytrec_eval
+(shared: the retrieval family's metrics and the robustness and fairness worst cases of rankings).
 
 HELM (crfm-helm 0.5.16, metrics/ranking_metrics.py, scenarios/msmarco_scenario.py) computes, per
 query, `success.k` and `recall.k` for k in 1, 2, 3, 5, 10, 20, `recip_rank` on the run cut to its
@@ -19,8 +20,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
-from metric_services.retrieval.config import Track
+import numpy as np
+
+Track = Literal["regular", "trec"]
 
 SUCCESS_KS = (1, 2, 3, 5, 10, 20)
 RECALL_KS = (1, 2, 3, 5, 10, 20)
@@ -86,3 +90,31 @@ def _ndcg(ranked: Sequence[int], judged: Sequence[int]) -> list[float]:
             ideal += r * _DISCOUNT[i]
         out.append(dcg / ideal if ideal > 0 else 0.0)
     return out
+
+
+def measures_batch(ranked: np.ndarray, judged: np.ndarray, track: Track) -> np.ndarray:
+    """`measures` for many queries at once, the same floats: row q of `ranked` (queries x <= MAX_K)
+    is query q's run's judged relevance in rank order (0 unjudged, and past its run), row q of
+    `judged` its judged relevances padded with 0 (any width). Rows: queries; columns: names(track)."""
+    threshold = 2 if track == "trec" else 1
+    n = ranked.shape[0]
+    full = np.zeros((n, MAX_K))
+    full[:, : ranked.shape[1]] = ranked[:, :MAX_K]
+    relevant = full >= threshold
+    num_rel = np.count_nonzero(judged >= threshold, axis=1).astype(np.float64)
+    hits = np.cumsum(relevant, axis=1)
+    first = np.where(relevant.any(axis=1), np.argmax(relevant, axis=1) + 1, 0)
+    found = first > 0
+    cols = [(found & (first <= k)).astype(np.float64) for k in SUCCESS_KS]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cols += [np.where(num_rel > 0, hits[:, k - 1] / num_rel, 0.0) for k in RECALL_KS]
+        cols += [np.where(found & (first <= k), 1.0 / np.maximum(first, 1), 0.0) for k in RR_KS]
+        if track == "trec":
+            discount = np.array(_DISCOUNT)
+            dcg = np.cumsum(np.where(full > 0, full * discount, 0.0), axis=1)
+            gains = -np.sort(-np.where(judged > 0, judged, 0.0), axis=1)[:, :MAX_K]
+            ideal_gains = np.zeros((n, MAX_K))
+            ideal_gains[:, : gains.shape[1]] = gains
+            ideal = np.cumsum(ideal_gains * discount, axis=1)
+            cols += [np.where(ideal[:, k - 1] > 0, dcg[:, k - 1] / ideal[:, k - 1], 0.0) for k in NDCG_KS]
+    return np.stack(cols, axis=1)

@@ -1,0 +1,110 @@
+"""Where each microsecond per prediction goes on the way in, stage by stage, in one run.
+
+Client: a JSON line to a Prediction (json_format.Parse, and holistic_client.prediction_json), and
+the request's serialization. Gateway, on the requests gateway_throughput sends (256 sample
+predictions each, freshly parsed as the gateway sees them): parsing, validation, the content digest
+(deterministic serialization + sha256), the group tags of a new batch. Redis: raw pipelined XADD of
+the same bytes (the floor). CPU time of one thread (time.process_time), median of --runs runs, so a
+busy machine stretches the figures less than wall time would; compare rows of one run. Last, the
+client's read_predictions on 28,716 lines, wall time, in one and in two processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+
+from benchmarks._common import median, private_redis, requests
+from benchmarks.gateway_throughput import BATCH, raw_xadd
+from gateway.ingest import group_tags
+from gateway.validation import validate
+from holistic.settings import Settings
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
+from holistic.v1.prediction_pb2 import Prediction
+from holistic_app.demo import SAMPLE
+from holistic_client.jsonl import read_predictions
+from holistic_client.prediction_json import JsonParser
+
+
+def cpu_us(work: Callable[[], Any], items: int, runs: int) -> float:
+    """Median CPU microseconds per item of `work` over `runs` runs."""
+    times = []
+    for _ in range(runs):
+        start = time.process_time()
+        work()
+        times.append(time.process_time() - start)
+    return median(times) / items * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--batches", type=int, default=40)
+    args = ap.parse_args()
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
+        lines = [line.rstrip("\n") for line in fh if line.strip()]
+    fast = JsonParser(Prediction)
+    raws = requests(args.batches, BATCH)
+    n = len(raws) * BATCH
+    settings = Settings()
+    now = time.time()
+
+    def fresh() -> list[SubmitPredictionsRequest]:
+        return [SubmitPredictionsRequest.FromString(r) for r in raws]
+
+    def validated() -> None:
+        for r, raw in zip(fresh(), raws, strict=True):
+            validate(r, settings, now, len(raw))
+
+    def digests() -> None:
+        for r in parsed:
+            hashlib.sha256(r.SerializeToString(deterministic=True)).hexdigest()
+
+    parsed = fresh()
+    runs = args.runs
+
+    def per_line(parse: Callable[[str], Any]) -> float:
+        return cpu_us(lambda: [parse(x) for x in lines], len(lines), runs)
+
+    rows: list[tuple[str, str, float]] = [
+        ("client", "json_format.Parse, per line", per_line(lambda x: json_format.Parse(x, Prediction()))),
+        ("client", "prediction_json (fast reader), per line", per_line(fast.parse)),
+        ("client", "request SerializeToString", cpu_us(lambda: [r.SerializeToString() for r in parsed], n, runs)),
+        ("gateway", "parse (FromString)", cpu_us(fresh, n, runs)),
+        ("gateway", "validation (on fresh parses)", cpu_us(validated, n, runs) - cpu_us(fresh, n, runs)),
+        ("gateway", "digest (deterministic bytes + sha256)", cpu_us(digests, n, runs)),
+        ("gateway", "group tags of a new batch", cpu_us(lambda: [group_tags(r) for r in parsed], n, runs)),
+    ]
+    with private_redis() as url:
+        raw_xadd(url, raws[:10])
+        rate = median([raw_xadd(url, raws) for _ in range(args.runs)])
+    rows.append(("redis", "raw pipelined XADD (wall time, floor)", 1e6 / rate))
+    print(f"{n:,} gateway predictions in {len(raws)} batches of {BATCH}; {len(lines):,} client lines; {args.runs} runs")
+    print(f"{'stage':9}{'':46}{'us/prediction':>14}")
+    for stage, what, us in rows:
+        print(f"{stage:9}{what:46}{us:>14.2f}")
+    print(f"client parse speed-up: {rows[0][2] / rows[1][2]:.1f}x")
+    with tempfile.TemporaryDirectory() as d:  # read_predictions end to end, wall time, 1 and 2 processes
+        path = Path(d) / "p.jsonl"
+        path.write_text("\n".join(lines * 4) + "\n", encoding="utf-8")
+        for procs in (1, 2):
+            walls = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                count = sum(1 for _ in read_predictions(path, processes=procs))
+                walls.append(time.perf_counter() - start)
+            wall = median(walls)
+            print(f"read_predictions, {procs} process(es): {count / wall:,.0f} lines/s wall ({os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    main()
