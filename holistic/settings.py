@@ -95,7 +95,7 @@ class Settings(BaseSettings):
     read_ahead_ms: int = Field(
         default=200,
         ge=0,
-        description="A read claims what the replica expects to finish in this long (from its recent seconds per "
+        description="A read claims what the replica expects to finish in this long (from its recent CPU seconds per "
         "entry), 1 to HOLISTIC_READ_COUNT, so replicas share a backlog; 0: always HOLISTIC_READ_COUNT.",
     )
     block_ms: int = Field(default=1000, ge=1)
