@@ -10,8 +10,10 @@ nothing pending and nothing undelivered. Replica counts: 1, 2, and up to os.cpu_
 --replicas). Per run: seconds, the speedup over one replica (medians of --rounds, interleaved so
 the machine's noise hits all alike), each replica's CPU seconds (utime + stime, its threads
 included: an idle replica shows as a small share, spinning threads as CPU beyond the work) and
-the CPU per 1,000 predictions, and the threads each replica runs. The load average is printed with
-each figure: on a shared machine the speedup is depressed by the others' load.
+the CPU per 1,000 predictions, the share of it spent outside the main threads, Redis's CPU, the
+cores used (the replicas' CPU seconds per second of drain: on a loaded machine, what it gave them,
+which bounds the speedup), and the threads each replica runs. The load average is printed with each
+figure: on a shared machine the speedup is depressed by the others' load.
 
     .venv/bin/python -m benchmarks.scaling [--families summarization-semantic,toxicity] [--rounds 3]
 """
@@ -219,7 +221,7 @@ def main() -> None:
         print(f"\n{name}: {w.batches} batches of {w.batch_size} ({n:,} predictions) on the stream; "
               f"{' '.join(f'{k}={v}' for k, v in w.env.items()) or 'default settings'}")  # fmt: skip
         head = f"  {'replicas':>8} {'drain s':>8} {'speedup':>8} {'pred/s':>9} {'CPU-s/1,000':>11} {'off-main':>8}"
-        head += f" {'Redis CPU-s':>11}"
+        head += f" {'Redis CPU-s':>11} {'cores used':>10}"
         print(f"{head} {'CPU-s per replica (median run)':>31} {'threads':>7} {'load':>5}  rounds (s)")
         for c in counts:
             secs = median([x.seconds for x in runs[c]])
@@ -229,7 +231,8 @@ def main() -> None:
             off_main = median([x.others / max(sum(x.cpu), 1e-9) for x in runs[c]])
             speedup = f"{one / secs:.2f}x" if c != counts[0] else "1.00x"
             print(f"  {c:>8} {secs:>8.2f} {speedup:>8} {n / secs:>9,.0f} {per_k:>11.3f} {off_main:>8.1%} "
-                  f"{median([x.redis_cpu for x in runs[c]]):>11.2f} {shares:>31} "
+                  f"{median([x.redis_cpu for x in runs[c]]):>11.2f} "
+                  f"{median([sum(x.cpu) / x.seconds for x in runs[c]]):>10.2f} {shares:>31} "
                   f"{max(mid.threads):>7} {median([x.load for x in runs[c]]):>5.2f}  "
                   f"{[round(x.seconds, 2) for x in runs[c]]}")  # fmt: skip
 
