@@ -91,7 +91,13 @@ class Settings(BaseSettings):
     fold_threads: int = Field(default=2, ge=1, le=64, description="Threads that fold profiles off the event loop.")
 
     # --- Workers ---------------------------------------------------------------------------
-    read_count: int = Field(default=16, ge=1, le=1000)
+    read_count: int = Field(default=16, ge=1, le=1000, description="Most entries one worker read claims.")
+    read_ahead_ms: int = Field(
+        default=200,
+        ge=0,
+        description="A read claims what the replica expects to finish in this long (from its recent CPU seconds per "
+        "entry), 1 to HOLISTIC_READ_COUNT, so replicas share a backlog; 0: always HOLISTIC_READ_COUNT.",
+    )
     block_ms: int = Field(default=1000, ge=1)
     claim_idle_ms: int = Field(default=30_000, ge=10, description="Pending this long: a crashed consumer's.")
     max_deliveries: int = Field(default=6, ge=1, description="Deliveries before an entry is dead-lettered.")

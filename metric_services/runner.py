@@ -27,6 +27,7 @@ from holistic.families import Family, Partial, as_partial, prediction_minute
 from holistic.faults import Faults
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
+from holistic.read_pace import ReadPace
 from holistic.redis_conn import RETRYABLE
 from holistic.registry import load_family
 from holistic.settings import Settings
@@ -106,6 +107,7 @@ class Worker:
         self.queues = [WorkQueue(client, self.keys, shard=n) for n in shards]
         self.queue = self.queues[0]
         self._next_block = 0
+        self.pace = ReadPace(settings.read_count, settings.read_ahead_ms / 1000)
         self.r = client
         self.group = self.family.name
         self.consumer = consumer or f"{self.group}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -164,11 +166,14 @@ class Worker:
     def step(self, block_ms: int | None = None) -> int:
         """Read and process new entries once; returns how many were handled.
 
+        A read claims what this replica expects to finish within read_ahead_ms (holistic/read_pace.py),
+        so its siblings get the rest of a backlog.
+
         With several shards, each is read without blocking; only when all are empty does the worker
         block, on one shard in turn, for a fraction of block_ms (a cluster forbids one XREADGROUP
         over streams in different slots)."""
         block = self.settings.block_ms if block_ms is None else block_ms
-        count = self.settings.read_count
+        count = self.pace.count()
         if len(self.queues) == 1:
             return self._read(self.queue, count, block)
         handled = sum(self._read(q, count, None) for q in self.queues)
@@ -187,7 +192,9 @@ class Worker:
             queue.ensure_group(self.group)  # the stream was deleted (or never existed): start over
             entries = queue.read(self.group, self.consumer, count, block)
         if entries:
+            started = time.process_time()  # CPU, not wall: a busy machine or Redis round trips do not shrink reads
             self.process(entries, queue)
+            self.pace.observe(len(entries), time.process_time() - started)
         return len(entries)
 
     def recover(self) -> int:

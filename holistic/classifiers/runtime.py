@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from holistic.classifiers.model_dir import DEFAULT_MODEL_DIR, ModelDir, load_model_dir
+from holistic.cores import available_cores
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -43,14 +43,11 @@ class ClassifierChoice(Protocol):
 
 
 def resolve_threads(threads: int) -> int:
-    """0 means: the cores this process may use, at most 4 (more rarely helps one ORT session here)."""
+    """0 means: the cores this process may use (affinity, a container's CPU limit), at most 4 (more
+    rarely helps one ORT session here). Replicas sharing a machine without limits: set it to cores / replicas."""
     if threads > 0:
         return threads
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 4))
+    return min(available_cores(), 4)
 
 
 def session_options(threads: int) -> ort.SessionOptions:

@@ -52,6 +52,8 @@ class Encoder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Idle intra-op threads (threads > 1) spin by default, burning the cores sibling replicas need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         names = {i.name for i in self.session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
@@ -82,7 +84,9 @@ class Encoder:
         return Encoded(out, len(todo), truncated)
 
     def _encode_new(self, texts: list[str]) -> tuple[np.ndarray, int]:
-        encodings = self.tokenizer.encode_batch([_clean(t) for t in texts])
+        # One text at a time in this thread: encode_batch would start a rayon pool of one thread per
+        # core in every replica (tokenizing is ~1-2 % of the work; the model is the rest).
+        encodings = [self.tokenizer.encode(_clean(t)) for t in texts]
         truncated = sum(1 for e in encodings if e.overflowing)
         ids = [e.ids for e in encodings]
         out: np.ndarray | None = None

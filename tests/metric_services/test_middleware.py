@@ -31,9 +31,9 @@ class Recorder(Hooks):
         self.calls.append(("dead_letter", reason.split(":")[0]))
 
 
-def test_hooks_see_each_step_in_order(r, make_worker):
+def test_hooks_see_each_step_in_order(r, make_settings, make_worker):
     rec = Recorder()
-    w = make_worker("accuracy", middleware=[rec])
+    w = make_worker("accuracy", make_settings(read_ahead_ms=0), middleware=[rec])  # a read takes up to 16
     add_batch(r, "m", 1, n=3)
     add_batch(r, "m", 1, n=3, batch_id="b1-again")  # a re-added copy of sequence 1: skipped by the done bit
     assert w.step(block_ms=1) == 2  # both in one read
