@@ -12,9 +12,10 @@ measures that too, from outside, and fits fixed + per-row over two sizes).
 One change to helm_side for timing: its selective metrics are the conformance fixture's mean over every
 order of tied confidences (a product of permutations, impossible with hundreds of ties); HELM itself
 computes them once inside compute_calibration_metrics, which helm_side already calls, so the extra
-tie-order pass is replaced by nothing here. Ranking rows are skipped: HELM's RankingMetric needs
-pytrec_eval (its "metrics" extra), which the conformance environment does not install. A run without
-references (HELM's reference metrics assert a gold one) gets efficiency and bias only.
+tie-order pass is replaced by nothing here. Ranking runs get HELM's RankingMetric (pytrec_eval, which
+tools/helm_conformance.py installs), summarization runs SummEval's data statistics (spaCy's blank English
+tokenizer, installed there too). A run without references (HELM's reference metrics assert a gold one)
+gets efficiency and bias only.
 """
 
 from __future__ import annotations
@@ -47,26 +48,21 @@ def without_references(rows: list[dict[str, Any]]) -> None:
 def main() -> None:
     helm_side.selective_over_tie_orders = lambda p, y: {}  # HELM computed them once already (see above)
     runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    skipped = 0
     with open(sys.argv[1], encoding="utf-8") as f:
         for line in f:
             if not line.strip():
                 continue
             row = json.loads(line)
-            if row.get("task") == "TASK_RANKING":
-                skipped += 1
-                continue
             runs[(row.get("model", ""), row["scenario"])].append(row)
     started = time.perf_counter()
     for rows in runs.values():
-        if any(r.get("references") for r in rows):
+        if rows[0].get("task") == "TASK_RANKING" or any(r.get("references") for r in rows):
             helm_side.scenario_values(rows)
         else:
             without_references(rows)
     done = time.perf_counter()
     doc = {
         "rows": sum(len(r) for r in runs.values()),
-        "ranking_rows_skipped": skipped,
         "import_s": IMPORTED - START,
         "score_s": done - started,
         "wall_s": done - START,

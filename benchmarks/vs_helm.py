@@ -11,9 +11,9 @@ tools/helm_side.py). HELM is slow (about 10 ms a row here), so it scores two sub
 fixed (interpreter, imports) + per row, and HELM's time for the file is that line at the file's size.
 Left out on both sides: what needs network or model weights (HELM's Perspective toxicity, BERTScore,
 SummaC faithfulness, the service's semantic similarity: off). Left out on HELM's side only, so HELM's
-time is an underestimate: ranking rows (RankingMetric needs pytrec_eval, not in the conformance
-environment), summarization's coverage/density/compression (HELM's data-stats import spaCy, also not
-installed), and the service's toxicity family (HELM's is a Perspective API call).
+time is an underestimate: the service's toxicity family (HELM's is a Perspective API call). Ranking
+(RankingMetric over pytrec_eval) and summarization's coverage/density/compression (SummEval over
+spaCy's blank tokenizer) run on both sides: tools/helm_conformance.py installs what they need.
 
 Service: a private Redis (AOF everysec, as production), the gateway and one worker per installed
 family, real processes; the clock starts when `holistic submit FILE` starts (client parsing
@@ -118,11 +118,6 @@ def subset(src: Path, dst: Path, rows: int) -> int:
                 out.writelines(lines)
                 n += len(lines)
     return n
-
-
-def helm_scorable(path: Path) -> int:
-    with open(path, encoding="utf-8") as f:
-        return sum(1 for line in f if '"task":"TASK_RANKING"' not in line)
 
 
 # --- HELM -------------------------------------------------------------------------------------
@@ -368,9 +363,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vs-helm-") as d:
         path = Path(d) / "predictions.jsonl"
         rows = make_file(path, args.rows)
-        scorable = helm_scorable(path)
-        print(f"file: {rows:,} predictions (demo sample x{rows / 7179:.1f}, fresh ids), {scorable:,} of them "
-              f"HELM can score (ranking left out); {os.cpu_count()} CPUs, load average before "
+        scorable = rows  # HELM scores every row: ranking and extractiveness too (tools/helm_conformance.py)
+        print(f"file: {rows:,} predictions (demo sample x{rows / 7179:.1f}, fresh ids); "
+              f"{os.cpu_count()} CPUs, load average before "
               f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
         helm = None
         if not args.skip_helm:
