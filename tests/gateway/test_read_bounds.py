@@ -42,11 +42,14 @@ def stub(gateway):
 
 def test_any_range_reads_a_bounded_number_of_buckets_and_counts_every_tier(gateway, stub, make_worker, r):
     now = time.time()
+    # noon of the day 800 days ago: a read around it rounds to hours, then to a whole day, whatever the
+    # time of day now (around midnight an hour-rounded edge is already a day boundary)
+    old_noon = (now - 800 * DAY) // DAY * DAY + DAY / 2
     # one prediction in each of: this minute, 40 days ago, 800 days ago (past hour retention: day tier)
     preds = [
         prediction("now", produced_at_s=now - 30),
         prediction("d40", output="Rome", produced_at_s=now - 40 * DAY),
-        prediction("d800", produced_at_s=now - 800 * DAY),
+        prediction("d800", produced_at_s=old_noon),
     ]
     stub.SubmitPredictions(es.SubmitPredictionsRequest(batch_id="b1", model="m1", predictions=preds))
     drain(make_worker("accuracy"))
@@ -74,7 +77,7 @@ def test_any_range_reads_a_bounded_number_of_buckets_and_counts_every_tier(gatew
     acc = next(d for d in mid.dimensions if d.kind == 1)  # accuracy
     assert acc.score == 0.0
     # 800 days ago: hour buckets there have expired (400-day retention), the edges round out to days
-    old = stub.GetProfile(ranged("m1", int(now - 800 * DAY - 600), int(now - 800 * DAY + 600))).profile
+    old = stub.GetProfile(ranged("m1", int(old_noon - 600), int(old_noon + 600))).profile
     assert old.counts.window_predictions == 1
     assert (old.window.start_resolution_seconds, old.window.end_resolution_seconds) == (DAY, DAY)
     assert old.window.resolution_seconds == DAY
