@@ -77,16 +77,21 @@ def _stamp(t: dt.datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
-def make_file(path: Path, rows: int) -> int:
-    """The demo sample copied with fresh ids until `rows` lines; returns the lines written."""
+def make_file(path: Path, rows: int, span_s: float | None = None) -> int:
+    """The demo sample copied with fresh ids until `rows` lines; returns the lines written. span_s: the
+    produced_at times squeezed (in order) into that many seconds before now - 60 s, as a live stream
+    of that rate would stamp them; None keeps the sample's own spread (about three hours)."""
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as f:
         base = [json.loads(line) for line in f if line.strip()]
     parse = dt.datetime.fromisoformat
-    newest = max(parse(r["producedAt"].replace("Z", "+00:00")) for r in base if "producedAt" in r)
-    shift = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=60) - newest
+    times = [parse(r["producedAt"].replace("Z", "+00:00")) for r in base if "producedAt" in r]
+    oldest, newest = min(times), max(times)
+    scale = 1.0 if span_s is None else span_s / max((newest - oldest).total_seconds(), 1e-9)
+    end = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=60)
     for r in base:
         if "producedAt" in r:
-            r["producedAt"] = _stamp(parse(r["producedAt"].replace("Z", "+00:00")) + shift)
+            t = parse(r["producedAt"].replace("Z", "+00:00"))
+            r["producedAt"] = _stamp(end - (newest - t) * scale)
     n = 0
     with open(path, "w", encoding="utf-8") as out:
         for copy in range(math.ceil(rows / len(base))):
@@ -99,14 +104,12 @@ def make_file(path: Path, rows: int) -> int:
 
 
 def subset(src: Path, dst: Path, rows: int) -> int:
-    """About `rows` of src's rows HELM can score: whole instances (a row and its perturbed variants) at a
+    """About `rows` of src's rows: whole instances (a row and its perturbed variants) at a
     stride, so the subset has the file's mix of scenarios, models and perturbations."""
     by_instance: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     with open(src, encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
-            if r.get("task") == "TASK_RANKING":
-                continue
             key = (r["model"], r["scenario"], r.get("perturbation", {}).get("originalId", r["id"]))
             by_instance[key].append(line)
     total = sum(len(v) for v in by_instance.values())
@@ -352,6 +355,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=90_000)
     ap.add_argument("--runs", type=int, default=3, help="service runs (the median is reported)")
+    ap.add_argument(
+        "--span-s", type=float, help="squeeze produced_at into this many seconds (default: the sample's ~3 hours)"
+    )
     ap.add_argument("--helm-rows", default="1500,4500", help="the two subset sizes HELM scores")
     ap.add_argument("--skip-helm", action="store_true", help="service only (e.g. with --profile)")
     ap.add_argument("--profile", type=Path, help="write cProfile files of client, gateway and workers here")
@@ -362,7 +368,7 @@ def main() -> None:
         args.profile.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="vs-helm-") as d:
         path = Path(d) / "predictions.jsonl"
-        rows = make_file(path, args.rows)
+        rows = make_file(path, args.rows, args.span_s)
         scorable = rows  # HELM scores every row: ranking and extractiveness too (tools/helm_conformance.py)
         print(f"file: {rows:,} predictions (demo sample x{rows / 7179:.1f}, fresh ids); "
               f"{os.cpu_count()} CPUs, load average before "
