@@ -61,13 +61,18 @@ def spawned(
         wait_serving(address, timeout_s=120)  # ten processes importing at once on a busy 2-core box
         yield address, procs
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs, 30)
+
+
+def stop(procs: Sequence[subprocess.Popen], wait_s: float) -> None:
+    """SIGTERM every process, then SIGKILL whichever has not exited within wait_s."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
 
 
 def cpu_seconds(pid: int) -> float:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from benchmarks._common import median, now, private_redis, sample_predictions
+from benchmarks._common import median, now, private_redis, sample_predictions, stop
 from benchmarks.summarization import corpus
 from holistic import envelope as env_mod
 from holistic.keys import Keys
@@ -187,12 +187,7 @@ def drain(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> Run:
         finally:
             for p in procs:
                 p.send_signal(signal.SIGCONT)
-                p.terminate()
-            for p in procs:
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop(procs, 10)
             client.close()
 
 
