@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -50,7 +51,7 @@ def demo_batches() -> list[BatchEnvelope]:
 def cpu_seconds(family: str, batches: list[BatchEnvelope], settings: Settings) -> float:
     fam = load_family(family)
     as_partial(fam.compute(batches[0], settings))  # warm-up: loads models
-    encoder = encoder_for(settings).encoder if family == "summarization" else None
+    encoder = encoder_for(fam.config).encoder if family == "summarization" else None  # type: ignore[attr-defined]
     if encoder is not None:
         encoder.cache.clear()  # embeddings are cached per text: each round embeds its texts afresh
     start = time.process_time()
@@ -69,13 +70,17 @@ def measure(family: str, rounds: int, semantic: int) -> dict[str, float]:
     """One family in this (fresh) process: CPU-s per 1,000 (mix and scored) and the peak RSS."""
     batches = demo_batches()
     total = sum(len(b.predictions) for b in batches)
-    settings = load_settings(
-        redis_url="unix:///unused", summarization_semantic="off", classifier_threads=1, summarization_embed_threads=1
+    # each family reads its own settings from the environment when it is loaded, as in a worker
+    os.environ.update(
+        HOLISTIC_SUMMARIZATION_SEMANTIC="on" if semantic else "off",
+        HOLISTIC_SUMMARIZATION_EMBED_THREADS="1",
+        HOLISTIC_TOXICITY_THREADS="1",
+        HOLISTIC_BIAS_THREADS="1",
     )
+    settings = load_settings(redis_url="unix:///unused")
     if semantic:
         summaries = [p for b in batches for p in b.predictions if p.task == TASK_SUMMARIZATION][:semantic]
         share = scored("summarization", batches) / total
-        settings = settings.model_copy(update={"summarization_semantic": "on"})
         batches, total = [BatchEnvelope(model="m", predictions=summaries)], len(summaries) / share
     secs = statistics.median(cpu_seconds(family, batches, settings) for _ in range(rounds))
     n = len(batches[0].predictions) if semantic else scored(family, batches)

@@ -15,6 +15,12 @@ cores used (the replicas' CPU seconds per second of drain: on a loaded machine, 
 which bounds the speedup), and the threads each replica runs. The load average is printed with each
 figure: on a shared machine the speedup is depressed by the others' load.
 
+The ceiling: the same backlog computed by the family's own `compute` alone in N bare processes (each
+a disjoint share, no Redis, no runner, no reads or applies), the speedup that the cores themselves
+give this work, and each process's CPU per 1,000 predictions. Replicas cannot beat it; where both
+columns agree, what limits the replicas is the machine (two vCPUs that slow each other), not the
+service.
+
     .venv/bin/python -m benchmarks.scaling [--families summarization-semantic,toxicity] [--rounds 3]
 """
 
@@ -22,10 +28,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -177,7 +185,7 @@ def drain(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> Run:
                 g = next(g for g in client.xinfo_groups(queue.stream) if g["name"] == w.family.encode())
                 if g["pending"] == 0 and g["lag"] == 0:
                     break
-                time.sleep(0.01)
+                time.sleep(0.05)  # a poll costs CPU the replicas share; 50 ms is ~0.2 % of a drain
             seconds = now() - start
             after = [cpu_seconds(p.pid) for p in procs]
             redis_spent = redis_cpu(client) - redis_before
@@ -191,7 +199,66 @@ def drain(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> Run:
             client.close()
 
 
+def compute_share(path: str, index: int, count: int) -> None:
+    """A bare process of the ceiling: load the family, say ready, compute its share on "go", say done."""
+    from holistic.registry import load_family
+    from holistic.settings import Settings
+
+    family_name, entries = pickle.loads(open(path, "rb").read())  # noqa: SIM115
+    settings = Settings()
+    family = load_family(family_name)
+    prepare = getattr(family, "prepare", None)
+    if prepare is not None:
+        prepare(settings)
+    share = [env_mod.parse(eid, fields).envelope() for eid, fields in entries[index::count]]
+    print("ready", flush=True)
+    sys.stdin.readline()
+    started = time.process_time()
+    for envelope in share:
+        family.compute(envelope, settings)
+    print(f"done {time.process_time() - started}", flush=True)
+
+
+def ceiling(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> tuple[float, float]:
+    """Seconds for `replicas` bare processes to compute the backlog, and their CPU seconds in all."""
+    def as_read(fields: dict[str, bytes | str | int]) -> dict[bytes, bytes]:  # as XREADGROUP returns them
+        return {k.encode(): v if isinstance(v, bytes) else str(v).encode() for k, v in fields.items()}
+
+    entries = [(f"{i + 1}-0", as_read(fields)) for i, fields in enumerate(backlog(w, tag))]
+    with tempfile.NamedTemporaryFile(suffix=".pickle") as fh:
+        fh.write(pickle.dumps((w.family, entries)))
+        fh.flush()
+        child_env = dict(os.environ, HOLISTIC_FAMILIES=w.family, **w.env, **env)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.scaling", "--compute-share", fh.name, str(i), str(replicas)],
+                env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            )
+            for i in range(replicas)
+        ]  # fmt: skip
+        try:
+            for p in procs:
+                if p.stdout is None or p.stdout.readline().strip() != "ready":
+                    raise RuntimeError(f"{w.family}: a compute process did not start")
+            start = now()
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            cpu = 0.0
+            for p in procs:
+                assert p.stdout is not None
+                cpu += float(p.stdout.readline().split()[1])
+            seconds = now() - start
+        finally:
+            stop(procs, 10)
+    return seconds, cpu
+
+
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--compute-share":
+        compute_share(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--families", default=",".join(WORKLOADS), help=f"comma separated, of {', '.join(WORKLOADS)}")
     ap.add_argument("--rounds", type=int, default=3)
@@ -209,15 +276,19 @@ def main() -> None:
         w = Workload(base.family, max(1, round(base.batches * args.scale)), base.batch_size, base.env, base.kind)
         n = w.batches * w.batch_size
         runs: dict[int, list[Run]] = {c: [] for c in counts}
+        bare: dict[int, list[tuple[float, float]]] = {c: [] for c in counts}
         for r in range(args.rounds):
             for c in counts:
                 runs[c].append(drain(w, c, f"r{r}c{c}", env))
+                bare[c].append(ceiling(w, c, f"b{r}c{c}", env))
         one = median([x.seconds for x in runs[counts[0]]])
         print(f"\n{name}: {w.batches} batches of {w.batch_size} ({n:,} predictions) on the stream; "
               f"{' '.join(f'{k}={v}' for k, v in w.env.items()) or 'default settings'}")  # fmt: skip
         head = f"  {'replicas':>8} {'drain s':>8} {'speedup':>8} {'pred/s':>9} {'CPU-s/1,000':>11} {'off-main':>8}"
         head += f" {'Redis CPU-s':>11} {'cores used':>10}"
+        head += f" {'ceiling':>8} {'ceiling CPU-s/1,000':>19}"
         print(f"{head} {'CPU-s per replica (median run)':>31} {'threads':>7} {'load':>5}  rounds (s)")
+        bare_one = median([b[0] for b in bare[counts[0]]])
         for c in counts:
             secs = median([x.seconds for x in runs[c]])
             mid = sorted(runs[c], key=lambda x: x.seconds)[len(runs[c]) // 2]
@@ -227,7 +298,9 @@ def main() -> None:
             speedup = f"{one / secs:.2f}x" if c != counts[0] else "1.00x"
             print(f"  {c:>8} {secs:>8.2f} {speedup:>8} {n / secs:>9,.0f} {per_k:>11.3f} {off_main:>8.1%} "
                   f"{median([x.redis_cpu for x in runs[c]]):>11.2f} "
-                  f"{median([sum(x.cpu) / x.seconds for x in runs[c]]):>10.2f} {shares:>31} "
+                  f"{median([sum(x.cpu) / x.seconds for x in runs[c]]):>10.2f} "
+                  f"{bare_one / median([b[0] for b in bare[c]]):>7.2f}x "
+                  f"{1000 * median([b[1] for b in bare[c]]) / n:>19.3f} {shares:>31} "
                   f"{max(mid.threads):>7} {median([x.load for x in runs[c]]):>5.2f}  "
                   f"{[round(x.seconds, 2) for x in runs[c]]}")  # fmt: skip
 

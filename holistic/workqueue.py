@@ -104,6 +104,11 @@ class WorkQueue:
             for r in rows
         ]
 
+    def entry(self, entry_id: str) -> dict[bytes, bytes] | None:
+        """One entry's fields; None when it was trimmed or deleted."""
+        rows = self.r.xrange(self.stream, entry_id, entry_id, count=1)
+        return rows[0][1] if rows else None
+
     def claim(self, group: str, consumer: str, idle_ms: int, entry_id: str) -> tuple[str, dict[bytes, bytes]] | None:
         """Take over one idle entry. None when another consumer got it first."""
         claimed = self.r.xclaim(self.stream, group, consumer, idle_ms, [entry_id])

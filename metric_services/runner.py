@@ -215,6 +215,9 @@ class Worker:
             if self.stopping.is_set():
                 break
             if p.deliveries >= self.settings.max_deliveries:
+                if self._settled(queue, p.id):  # applied, its consumer killed before the ack: not poison
+                    queue.ack(self.group, [p.id])
+                    continue
                 reason = f"delivered {p.deliveries} times without an ack (consumer crashed each time)"
                 if queue.deadletter(self.group, p.id, p.deliveries, reason):
                     self.counters.dead_lettered += 1
@@ -234,6 +237,19 @@ class Worker:
                 continue
             self.process([(entry_id, fields)], queue)
         return handled
+
+    def _settled(self, queue: WorkQueue, entry_id: str) -> bool:
+        """Nothing is left to do for the entry: gone, another family's, or its done bit is set."""
+        fields = queue.entry(entry_id)
+        if not fields:
+            return True
+        try:
+            e = env_mod.parse(entry_id, fields)
+        except env_mod.BadEntry:
+            return False
+        if e.is_for(self.group) is False:
+            return True
+        return bool(self.r.getbit(self.keys.done(e.model, self.group), e.seq))
 
     # --- one read ---------------------------------------------------------------------------
     def process(self, entries: list[tuple[str, dict[bytes, bytes]]], queue: WorkQueue | None = None) -> None:

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SKIP = shutil.ignore_patterns(".git", ".venv", "node_modules", ".holistic", "__pycache__", ".hypothesis", ".*_cache")
+SKIP = shutil.ignore_patterns(
+    ".git", ".venv", "node_modules", ".build", ".holistic", "__pycache__", ".hypothesis", ".*_cache"
+)
 
 WORKQUEUE_TESTS = ["tests/holistic/test_workqueue.py"]
 DONE_BIT_TESTS = ["tests/metric_services/test_done_bit.py", *WORKQUEUE_TESTS]
@@ -93,6 +95,8 @@ MUTANTS = [
     Mutant("maxmemory-is-internal", "gateway/ingest.py", "except redis.exceptions.OutOfMemoryError as exc:",
            "except LookupError as exc:", ["tests/gateway/test_memory_limit.py"],
            "a full Redis answers INTERNAL, without RetryInfo"),
+    Mutant("cap-dead-letters-applied", "metric_services/runner.py", "if self._settled(queue, p.id):", "if False:",
+           WORKQUEUE_TESTS, "a batch applied but never acked is dead-lettered at the delivery cap"),
 ]  # fmt: skip
 
 

@@ -144,6 +144,28 @@ def test_applied_but_not_acked_is_skipped_on_redelivery(r, make_settings, make_w
     assert w.queue.scripts.apply(keys=keys, args=args) == 0  # the bit stops a second merge
 
 
+def test_an_applied_entry_at_the_delivery_cap_is_acked_not_dead_lettered(r, make_settings, make_worker):
+    """Consumers killed between apply and ack, every time: the cap must not call a settled batch poison.
+    Its unapplied neighbour at the same count is dead-lettered as before."""
+    s = make_settings(claim_idle_ms=50, max_deliveries=3)
+    applied_id = add_batch(r, "m", 1, n=3)
+    stuck_id = add_batch(r, "m", 2, n=2)
+    w = make_worker("accuracy", s)
+    entries = w.queue.read("accuracy", w.consumer, 2, 1)
+    item = w._compute(w.queue, entries[0][0], envelope.parse(*entries[0]))
+    keys, args = w._apply_args(item)
+    assert w.queue.scripts.apply(keys=keys, args=args) == 1  # applied, never acked
+    for _ in range(2):  # two more consumers took both and died: 3 deliveries each
+        r.xclaim(KEYS.stream, "accuracy", "killed", 0, [applied_id, stuck_id])
+    wait_idle(w.queue, "accuracy", 50, 2)
+    w2 = make_worker("accuracy", s)
+    w2.recover()
+    dead = WorkQueue(r, KEYS).dead_letters()
+    assert [d[1]["src_id"] for d in dead] == [stuck_id]
+    assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0
+    assert applied_count(r, "m", "accuracy") == 3 and w2.counters.dead_lettered == 1
+
+
 def test_duplicate_stream_entries_of_one_sequence_apply_once(r, make_worker):
     add_batch(r, "m", 1, n=2)
     add_batch(r, "m", 1, n=2)  # a client retry after a gateway crash re-adds with the same seq
