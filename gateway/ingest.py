@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from google.protobuf.message import DecodeError
 
+from gateway import columns
 from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier
@@ -83,7 +84,10 @@ class Ingestor:
         self, raw: bytes, request: SubmitPredictionsRequest, *, tenant: str = DEFAULT_TENANT, traceparent: str = ""
     ) -> SubmitPredictionsResponse:
         now = time.time()
-        public = validate(request, self.settings, now, len(raw))
+        deterministic = request.SerializeToString(deterministic=True)  # the content digest's bytes
+        public = columns.proven_model(request, raw, deterministic, self.settings, now) or validate(
+            request, self.settings, now, len(raw)
+        )
         model = internal_model(tenant, public)
         shard = shard_of(model, self.settings.queue_shards)
         families = await self.deployment.for_shard(shard)
@@ -93,7 +97,8 @@ class Ingestor:
                 "families' consumer groups (`holistic families add <family>`) before submitting"
             )
         try:
-            return await self._submit(raw, request, model, public, tenant, traceparent, now, families)
+            digest = hashlib.sha256(deterministic).hexdigest()
+            return await self._submit(raw, request, model, public, tenant, traceparent, now, families, digest)
         except redis.exceptions.OutOfMemoryError as exc:  # maxmemory (noeviction): nothing of this batch counted
             raise Backpressure(
                 retry_after_s=MEMORY_RETRY_S,
@@ -112,10 +117,10 @@ class Ingestor:
         traceparent: str,
         now: float,
         families: tuple[str, ...],
+        digest: str,
     ) -> SubmitPredictionsResponse:
         n = len(request.predictions)
         await self.quotas.admit(tenant, n)
-        digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
         if not await self._known(model, request.batch_id, digest):
             await self._register_groups(model, request)  # only a new batch's tags count against the caps
         if self.barrier is None:

@@ -28,7 +28,7 @@ KNOWN_TASKS = frozenset(pb.Task.values()) - {pb.TASK_UNSPECIFIED}
 KNOWN_PERTURBATION_FAMILIES = frozenset(pb.PerturbationFamily.values()) - {pb.PERTURBATION_FAMILY_UNSPECIFIED}
 
 
-class _Violations(list[FieldViolation]):
+class Violations(list[FieldViolation]):
     def add(self, field: str, description: str) -> None:
         if len(self) < MAX_VIOLATIONS:
             self.append(FieldViolation(field, description))
@@ -46,7 +46,7 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
     skips what cannot fail: no text can exceed max_text_bytes when the whole request (`size`
     bytes) does not, and an unset confidence reads as 0.0, which is valid.
     """
-    v = _Violations()
+    v = Violations()
     if not request.batch_id:
         v.add("batch_id", "is required (a client-chosen idempotency key)")
     elif not BATCH_ID_RE.fullmatch(request.batch_id):
@@ -102,9 +102,9 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
         if not (0.0 <= c <= 1.0):  # also false for NaN
             v.add(f"predictions[{i}].confidence", f"must be a probability in [0, 1], got {c!r}")
         if p.choice_probabilities:
-            _choices(v, f"predictions[{i}]", p)
+            check_choices(v, f"predictions[{i}]", p)
         if p.HasField("perturbation"):
-            _perturbation(v, f"predictions[{i}]", p)
+            check_perturbation(v, f"predictions[{i}]", p)
         if p.task == pb.TASK_RANKING or p.HasField("ranking"):
             check_ranking(v, f"predictions[{i}]", p, limits.max_ranking_documents)
         groups = p.groups
@@ -118,7 +118,7 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
         if p.metadata:
             _metadata(v, f"predictions[{i}].metadata", p.metadata, max_map)
         if p.HasField("timing"):
-            _timing(v, f"predictions[{i}].timing", p.timing)
+            check_timing(v, f"predictions[{i}].timing", p.timing)
         at = p.produced_at
         secs = at.seconds
         if secs or at.nanos:
@@ -135,7 +135,7 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
     return model
 
 
-def _bad_id(v: _Violations, path: str, pid: str) -> None:
+def _bad_id(v: Violations, path: str, pid: str) -> None:
     if not pid:
         v.add(path, "is required")
     elif len(pid) > MAX_ID_CHARS:
@@ -144,14 +144,14 @@ def _bad_id(v: _Violations, path: str, pid: str) -> None:
         v.add(path, f"duplicates the id {pid!r} of an earlier prediction in this batch")
 
 
-def _bad_model(v: _Violations, path: str, pm: str, model: str) -> None:
+def _bad_model(v: Violations, path: str, pm: str, model: str) -> None:
     if model:
         v.add(path, f"is {pm!r} but the batch is for {model!r}: one model per batch")
     else:
         v.add(path, f"must be {NAME_RULE}")
 
 
-def _texts(v: _Violations, path: str, p: pb.Prediction, max_text: int) -> None:
+def _texts(v: Violations, path: str, p: pb.Prediction, max_text: int) -> None:
     if _too_long(p.input, max_text):
         v.add(f"{path}.input", f"is longer than {max_text} bytes")
     if _too_long(p.output, max_text):
@@ -163,7 +163,7 @@ def _texts(v: _Violations, path: str, p: pb.Prediction, max_text: int) -> None:
         v.add(f"{path}.source", f"is longer than {max_text} bytes")
 
 
-def _tag(v: _Violations, path: str, pair: tuple[str, str]) -> bool:
+def _tag(v: Violations, path: str, pair: tuple[str, str]) -> bool:
     key, value = pair
     if not TAG_RE.fullmatch(key):
         v.add(path, f"key {key[:64]!r} must be {TAG_RULE}")
@@ -174,7 +174,7 @@ def _tag(v: _Violations, path: str, pair: tuple[str, str]) -> bool:
     return True
 
 
-def _choices(v: _Violations, path: str, p: pb.Prediction) -> None:
+def check_choices(v: Violations, path: str, p: pb.Prediction) -> None:
     seen: set[str] = set()
     total = 0.0
     ok = True
@@ -203,7 +203,7 @@ def _choices(v: _Violations, path: str, p: pb.Prediction) -> None:
             v.add(f"{cpath}.probability", f"must be a probability in [0, 1], got {cp.probability!r}")
 
 
-def _perturbation(v: _Violations, path: str, p: pb.Prediction) -> None:
+def check_perturbation(v: Violations, path: str, p: pb.Prediction) -> None:
     pert = p.perturbation
     if not pert.name:
         v.add(f"{path}.perturbation.name", "is required")
@@ -219,7 +219,7 @@ def _perturbation(v: _Violations, path: str, p: pb.Prediction) -> None:
         v.add(f"{path}.perturbation.original_id", "must differ from the prediction's own id")
 
 
-def _metadata(v: _Violations, path: str, metadata: object, max_entries: int) -> None:
+def _metadata(v: Violations, path: str, metadata: object, max_entries: int) -> None:
     items = dict(metadata)  # type: ignore[call-overload]
     if len(items) > max_entries:
         v.add(path, f"has {len(items)} entries; at most {max_entries}")
@@ -230,7 +230,7 @@ def _metadata(v: _Violations, path: str, metadata: object, max_entries: int) -> 
             v.add(path, f"value of {key!r} must be at most 4096 characters")
 
 
-def _timing(v: _Violations, path: str, t: pb.Timing) -> None:
+def check_timing(v: Violations, path: str, t: pb.Timing) -> None:
     lat = t.latency
     ls, ln = lat.seconds, lat.nanos
     if ls < 0 or ln < 0 or ln >= 1_000_000_000 or ls >= MAX_DURATION_S:

@@ -30,6 +30,7 @@ WORKQUEUE_TESTS = ["tests/holistic/test_workqueue.py"]
 DONE_BIT_TESTS = ["tests/metric_services/test_done_bit.py", *WORKQUEUE_TESTS]
 SUBMIT_TESTS = ["tests/gateway/test_submit.py"]
 VALIDATION_TESTS = ["tests/gateway/test_validation.py"]
+COLUMN_TESTS = ["tests/gateway/test_columns.py"]
 KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
 
 
@@ -59,7 +60,7 @@ MUTANTS = [
            ["tests/metric_services/test_done_bit.py"], "two replicas both create one instance"),
     Mutant("ingest-no-dedupe", "holistic/lua/ingest.lua", "if known[1] then", "if false then",
            SUBMIT_TESTS, "a retried batch_id gets a new sequence number"),
-    Mutant("ingest-raw-digest", "gateway/ingest.py", "hashlib.sha256(request.SerializeToString(deterministic=True))",
+    Mutant("ingest-raw-digest", "gateway/ingest.py", "hashlib.sha256(deterministic)",
            "hashlib.sha256(raw)", SUBMIT_TESTS, "idempotency compares wire bytes, not content"),
     Mutant("mark-queued-twice", "holistic/lua/mark_queued.lua",
            "if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end\n", "",
@@ -97,6 +98,25 @@ MUTANTS = [
            "a full Redis answers INTERNAL, without RetryInfo"),
     Mutant("cap-dead-letters-applied", "metric_services/runner.py", "if self._settled(queue, p.id):", "if False:",
            WORKQUEUE_TESTS, "a batch applied but never acked is dead-lettered at the delivery cap"),
+    Mutant("columns-wire-types", "gateway/columns.py", "if wire.task or wire.confidence:", "if False:",
+           COLUMN_TESTS, "a number sent packed, unknown to the real parse, counts in a column"),
+    Mutant("columns-not-canonical", "gateway/columns.py", "if len(deterministic) != len(raw) or ", "if ",
+           COLUMN_TESTS, "a field sent twice counts twice in a column"),
+    Mutant("columns-count-ids", "gateway/columns.py", "if len(set(ids)) != n or ", "if ",
+           COLUMN_TESTS, "a prediction without an id, or a repeated id, is proven valid"),
+    Mutant("columns-no-ttft-pairing", "gateway/columns.py", 'rules.check_timing(v, "", timing)', "pass",
+           COLUMN_TESTS, "time to first token after latency is proven valid"),
+    Mutant("columns-timestamp-seconds", "gateway/columns.py", "rules.MIN_PRODUCED_AT_S <= secs <= latest_s",
+           "secs <= latest_s", COLUMN_TESTS, "a produced_at before 2000 (or nanos without seconds) is proven valid"),
+    Mutant("columns-map-distinct-keys", "gateway/columns.py", "len(set(groups.key)) > max_entries", "False",
+           COLUMN_TESTS, "a prediction with too many groups is proven valid"),
+    Mutant("columns-ranking", "gateway/columns.py", "or wire.perturbation or wire.ranking:", "or wire.perturbation:",
+           COLUMN_TESTS,
+           "a ranking on a prediction of another task is proven valid"),
+    Mutant("columns-references-bound", "gateway/columns.py", ") <= most", ") <= most * 100",
+           COLUMN_TESTS, "a prediction with too many references is proven valid"),
+    Mutant("columns-ttft-pairs", "gateway/columns.py", "and (fs, fn) <= (ls, ln)", "",
+           COLUMN_TESTS, "time to first token after latency is proven valid when every timing has both"),
 ]  # fmt: skip
 
 
