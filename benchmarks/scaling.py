@@ -221,6 +221,7 @@ def compute_share(path: str, index: int, count: int) -> None:
 
 def ceiling(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> tuple[float, float]:
     """Seconds for `replicas` bare processes to compute the backlog, and their CPU seconds in all."""
+
     def as_read(fields: dict[str, bytes | str | int]) -> dict[bytes, bytes]:  # as XREADGROUP returns them
         return {k.encode(): v if isinstance(v, bytes) else str(v).encode() for k, v in fields.items()}
 

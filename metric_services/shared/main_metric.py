@@ -10,6 +10,7 @@ from __future__ import annotations
 from holistic.settings import Settings
 from holistic.stat_keys import Fields
 from holistic.v1 import prediction_pb2 as pb
+from metric_services.shared.generation_metrics import generation_scores
 from metric_services.shared.ranking_score import ranking_main_metric, ranking_scores
 from metric_services.shared.reference_metrics import METRICS, scores
 
@@ -37,15 +38,58 @@ def main_metric(scenario: str, task: int, settings: Settings) -> str:
     return MAIN_METRIC_BY_TASK.get(task, DEFAULT_MAIN_METRIC)
 
 
-def prediction_score(p: pb.Prediction, metric: str, references_win: bool = False) -> float | None:
+class ReferenceScores:
+    """One prediction's scores by its references (a ranking's by its judgments), each computed at
+    most once: a worst case reads its main metric and the other metrics of its task's set from the
+    same values (they scored every prediction twice)."""
+
+    __slots__ = ("_exact", "_generation", "_ranked", "_ranking", "_refs", "p")
+
+    def __init__(self, p: pb.Prediction) -> None:
+        self.p = p
+        self._refs: list[str] | None = None
+        self._exact: tuple[float, ...] | None = None
+        self._generation: tuple[float, float, float] | None = None
+        self._ranking: dict[str, float] | None = None
+        self._ranked = False
+
+    @property
+    def references(self) -> list[str]:
+        if self._refs is None:
+            self._refs = list(self.p.references)
+        return self._refs
+
+    def exact(self) -> tuple[float, ...]:
+        """reference_metrics.METRICS, in their order."""
+        if self._exact is None:
+            self._exact = scores(self.references, self.p.output)
+        return self._exact
+
+    def generation(self) -> tuple[float, float, float]:
+        """generation_metrics.GENERATION_METRICS (rouge_l, bleu_1, bleu_4), in their order."""
+        if self._generation is None:
+            self._generation = generation_scores(self.references, self.p.output)
+        return self._generation
+
+    def ranking(self) -> dict[str, float] | None:
+        """trec_eval's measures of the ranking's run; None without judgments."""
+        if not self._ranked:
+            self._ranking, self._ranked = ranking_scores(self.p), True
+        return self._ranking
+
+
+def prediction_score(
+    p: pb.Prediction, metric: str, references_win: bool = False, by_refs: ReferenceScores | None = None
+) -> float | None:
     """The prediction's value of `metric`: the client's `correct` where given (1 or 0), else the
     reference metric over its references; None when neither applies (no references, or a metric
     such as rouge_2 that another family computes). With `references_win` (HELM's behaviour,
     HOLISTIC_REFERENCES_WIN) the references come first and `correct` only scores a prediction
     without them. A ranking scores by its judgments alone (trec_eval's measure of its run), None
-    without any (its judgments may come later: the retrieval family joins them, a worst case does not)."""
+    without any (its judgments may come later: the retrieval family joins them, a worst case does not).
+    `by_refs`: the prediction's scores where the caller keeps them for other metrics too."""
     if p.task == pb.TASK_RANKING:
-        values = ranking_scores(p)
+        values = by_refs.ranking() if by_refs is not None else ranking_scores(p)
         return None if values is None else values.get(metric)
     i = _INDEX.get(metric)
     by_references = i is not None and bool(p.references)
@@ -53,7 +97,8 @@ def prediction_score(p: pb.Prediction, metric: str, references_win: bool = False
         return 1.0 if p.correct else 0.0
     if not by_references:
         return None
-    return scores(list(p.references), p.output)[i]  # type: ignore[index]
+    values = by_refs.exact() if by_refs is not None else scores(list(p.references), p.output)
+    return values[i]  # type: ignore[index]
 
 
 def majority_task(fields: Fields) -> int:

@@ -43,11 +43,10 @@ from holistic.stat_keys import Fields, key
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import Interval, Metric
-from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores
+from metric_services.shared.generation_metrics import GENERATION_METRICS
 from metric_services.shared.helm_sets import task_metrics
-from metric_services.shared.main_metric import TASK, main_metric, majority_task, prediction_score
-from metric_services.shared.ranking_score import ranking_scores
-from metric_services.shared.reference_metrics import METRICS, scores
+from metric_services.shared.main_metric import TASK, ReferenceScores, main_metric, majority_task, prediction_score
+from metric_services.shared.reference_metrics import METRICS
 
 ORIGINAL = "o"
 VARIANT = "p:"
@@ -114,33 +113,33 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
             st.incr(key(scn, "other_kind"))
             continue
         metric = main_metric(scn, p.task, settings)
-        score = prediction_score(p, metric, settings.references_win)
+        by_refs = ReferenceScores(p)
+        score = prediction_score(p, metric, settings.references_win, by_refs)
         if score is None:
             st.incr(key(scn, UNSCORED + metric))
             continue
         slot = VARIANT + p.perturbation.name if perturbed else ORIGINAL
         instance = SEP.join((scn, metric, p.perturbation.original_id if perturbed else p.id))
         rows.append(Row(instance, slot, score, minute))
-        for name, value in _other_scores(p, metric).items():
+        for name, value in _other_scores(p, metric, by_refs).items():
             rows.append(Row(instance, name + OTHER + slot, value, minute))
         if not perturbed and hook is not None:
             hook(st, p, key(scn, metric), score)
     return Partial(dict(out), SPEC, rows)
 
 
-def _other_scores(p: pb.Prediction, main: str) -> dict[str, float]:
+def _other_scores(p: pb.Prediction, main: str, by_refs: ReferenceScores) -> dict[str, float]:
     """The prediction's other per-instance metrics of its task's HELM set, by its references (a
     ranking's: its track's other measures, by its judgments)."""
     if p.task == pb.TASK_RANKING:
-        values = ranking_scores(p) or {}
+        values = by_refs.ranking() or {}
         return {m: v for m, v in values.items() if m != main}
     wanted = [m for m in task_metrics(p.task) if m in PER_INSTANCE and m != main]
     if not wanted or not p.references:
         return {}
-    refs = list(p.references)
-    values = dict(zip(METRICS, scores(refs, p.output), strict=True))
+    values = dict(zip(METRICS, by_refs.exact(), strict=True))
     if any(m in GENERATION_METRICS for m in wanted):
-        values.update(zip(GENERATION_METRICS, generation_scores(refs, p.output), strict=True))
+        values.update(zip(GENERATION_METRICS, by_refs.generation(), strict=True))
     return {m: values[m] for m in wanted}
 
 
