@@ -26,7 +26,7 @@ import redis
 
 from holistic import envelope
 from holistic.keys import Keys
-from holistic_app.up import free_address, wait_serving
+from holistic_app.up import free_address, wait_port, wait_serving
 from holistic_client import Client
 from tests.conftest import start_redis
 from tests.factories import prediction
@@ -116,6 +116,9 @@ def test_gateway_and_redis_killed_mid_stream(durability, tmp_path):
                 gateway_kills += 1
                 time.sleep(rng.uniform(0.0, 0.3))
                 gateway = spawn("gateway")
+                # the next kill falls on a started gateway: on a slow machine, kills every 0.4-0.9 s of
+                # gateways that take seconds to import left none up long enough for the client's retries
+                wait_port(address, 60)
             else:
                 store.kill()
                 time.sleep(rng.uniform(0.0, 0.3))
