@@ -117,6 +117,9 @@ MUTANTS = [
            COLUMN_TESTS, "a prediction with too many references is proven valid"),
     Mutant("columns-ttft-pairs", "gateway/columns.py", "and (fs, fn) <= (ls, ln)", "",
            COLUMN_TESTS, "time to first token after latency is proven valid when every timing has both"),
+    Mutant("tenant-reads-unbounded", "holistic/settings.py",
+           "tenant_concurrent_reads: int = Field(default=4,", "tenant_concurrent_reads: int = Field(default=1000,",
+           ["tests/gateway/test_noisy_neighbour.py"], "one tenant's reads take the gateway from another"),
 ]  # fmt: skip
 
 
