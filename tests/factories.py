@@ -33,3 +33,13 @@ def prediction(
 
 def batch(n: int, prefix: str = "p", **kwargs: Any) -> list[pb.Prediction]:
     return [prediction(f"{prefix}{i}", **kwargs) for i in range(n)]
+
+
+def varint(n: int) -> bytes:
+    """A protobuf base-128 varint, for building wire bytes by hand."""
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)

@@ -25,6 +25,7 @@ from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic_app.demo import SAMPLE
 from holistic_client.jsonl import read_predictions
+from tests.factories import varint
 
 LIMITS = load_settings(max_batch_predictions=64, max_references=8)  # batches hold more references than that
 DEMO = [line.prediction for line in read_predictions(SAMPLE) if line.prediction is not None]
@@ -189,20 +190,11 @@ def test_random_faults_never_prove_a_batch_validate_refuses():
 
 
 def _field(number: int, wire_type: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | wire_type) + payload
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    return varint(number << 3 | wire_type) + payload
 
 
 def _delimited(number: int, data: bytes) -> bytes:
-    return _field(number, 2, _varint(len(data)) + data)
+    return _field(number, 2, varint(len(data)) + data)
 
 
 def _wire(preds: list[bytes]) -> bytes:
@@ -218,7 +210,7 @@ def test_bytes_the_columns_cannot_count_are_left_to_validate():
     no_task = pb.Prediction()
     no_task.ParseFromString(good[0])
     no_task.ClearField("task")
-    packed_task = no_task.SerializeToString() + _delimited(4, _varint(1))  # task 1, packed: wire type 2
+    packed_task = no_task.SerializeToString() + _delimited(4, varint(1))  # task 1, packed: wire type 2
     assert verdicts(_wire([packed_task, *good[1:]])) == (None, None)
 
     two_scenarios = _delimited(3, b"bad name") + good[0]  # the last occurrence wins in the real parse
@@ -227,7 +219,7 @@ def test_bytes_the_columns_cannot_count_are_left_to_validate():
     no_scenario.ClearField("scenario")  # refused; another prediction's second scenario would fill its count
     assert verdicts(_wire([no_scenario.SerializeToString(), _delimited(3, b"mmlu") + good[1], good[2]])) == (None, None)
 
-    unknown = good[0] + _field(99, 0, _varint(7))  # a newer client's field: ignored by both
+    unknown = good[0] + _field(99, 0, varint(7))  # a newer client's field: ignored by both
     assert verdicts(_wire([unknown, *good[1:]])) == ("m-a", "m-a")
     packed_confidence = good[0] + _delimited(9, struct.pack("<d", 7.0))  # unknown to the request: valid
     assert verdicts(_wire([packed_confidence, *good[1:]])) == (None, "m-a")

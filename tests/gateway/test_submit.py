@@ -12,7 +12,7 @@ from holistic.scripts import Scripts
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_client import ClientError
-from tests.factories import batch, prediction
+from tests.factories import batch, prediction, varint
 
 KEYS = Keys()
 
@@ -59,15 +59,6 @@ def test_same_content_with_map_fields_in_another_order_is_a_duplicate(client):
     assert client.submit([b], batch_id="b-1", model="m1").duplicate
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _reordered(message) -> bytes:
     """The message's wire bytes built by hand: its fields last-to-first (a repeated field's items
     keep their order) and each map's entries in reverse order, recursively; a Go client's encoding
@@ -84,7 +75,7 @@ def _reordered(message) -> bytes:
             chunk = b""
             for item in value:
                 body = _reordered(item)
-                chunk += _varint(field.number << 3 | 2) + _varint(len(body)) + body
+                chunk += varint(field.number << 3 | 2) + varint(len(body)) + body
         else:
             single = type(message)()
             if field.is_repeated:
