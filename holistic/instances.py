@@ -195,7 +195,15 @@ class InstanceStore:
         """Days whose hash may still exist, and tomorrow (another replica's clock may be ahead)."""
         return list(range(math.floor((now - self.ttl_s) / DAY), math.floor(now / DAY) + 2))
 
-    def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float) -> Plan:
+    def late(self, rows: list[Row], accept_s: float, by_minute: dict[int, Stats]) -> None:
+        """Count one batch's rows produced before its instances' state could still be live (accepted
+        at accept_s), in the batch's first minute."""
+        late = sum(1 for r in rows if r.minute * 60 < accept_s - self.ttl_s)
+        if late:
+            by_minute.setdefault(min(r.minute for r in rows), Stats()).incr(LATE, late)
+
+    def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float | None) -> Plan:
+        """accept_s None: the caller counts late rows itself (batches applied together, see late)."""
         if not rows:
             return Plan({}, {})
         now = self.clock()
@@ -245,9 +253,8 @@ class InstanceStore:
                 deltas(spec, name, old, new, by_minute)
         if created:
             ops[today] += ("i", COUNT_FIELD, created)
-        late = sum(1 for r in rows if r.minute * 60 < accept_s - self.ttl_s)
-        if late:
-            by_minute.setdefault(min(r.minute for r in rows), Stats()).incr(LATE, late)
+        if accept_s is not None:
+            self.late(rows, accept_s, by_minute)
         hashes = {
             shard: (max(1, (day + 1) * DAY + self.ttl_s - int(now)), shard_ops)
             for shard, day, shard_ops in zip(shard_keys, days, ops, strict=True)

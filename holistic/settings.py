@@ -98,6 +98,12 @@ class Settings(BaseSettings):
         description="A read claims what the replica expects to finish in this long (from its recent CPU seconds per "
         "entry), 1 to HOLISTIC_READ_COUNT, so replicas share a backlog; 0: always HOLISTIC_READ_COUNT.",
     )
+    apply_max_predictions: int = Field(
+        default=2000,
+        ge=1,
+        description="The batches of one read that share a model are applied by one script, up to this many "
+        "predictions (their time tiers written once); 1: one script per batch.",
+    )
     block_ms: int = Field(default=1000, ge=1)
     claim_idle_ms: int = Field(default=30_000, ge=10, description="Pending this long: a crashed consumer's.")
     max_deliveries: int = Field(default=6, ge=1, description="Deliveries before an entry is dead-lettered.")

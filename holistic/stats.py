@@ -1,13 +1,14 @@
 """Mergeable statistics: flat field -> number maps that add (or min/max) in any order.
 
-A family turns a batch into Stats; apply.lua merges them into Redis hashes with HINCRBY(FLOAT),
-and reading a window merges hashes the same way. A field's merge rule is part of its name:
+A family turns a batch into Stats; apply.lua merges them into Redis hashes (each hash read with one
+HMGET, summed in doubles, written back with one HSET, 17 significant digits so a sum reads back bit
+for bit), and reading a window merges hashes the same way. A field's merge rule is part of its name:
 fields ending in "|min" keep the minimum, "|max" the maximum, every other field adds. So any split
 of the stream into batches, in any order, folds to the same numbers (up to float addition order).
 
 Histograms (sketch bins) are one field "<name>|hist" holding a JSON object of bin -> count, merged
-bin by bin inside apply.lua: one write per histogram instead of one HINCRBY per bin, which is most
-of Redis's work otherwise. Read back, bin b of histogram <name> appears as the field "<name>|<b>".
+bin by bin inside apply.lua: one field per histogram instead of one per bin, which was most of
+Redis's work otherwise. Read back, bin b of histogram <name> appears as the field "<name>|<b>".
 A capped histogram (bump(..., cap=N)) turns into the marker "over" once it holds more than N bins,
 and stays so: whatever the order of merges, it is over exactly when the union has more than N
 bins. Read back, an over histogram appears as the field "<name>|over" = 1 and no bins.

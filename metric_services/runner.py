@@ -1,7 +1,8 @@
 """The one worker loop every metric family runs in; a family only brings compute and fold.
 
 Per read: skip what is already applied (done bit), compute partial statistics, run apply.lua
-(merge once per (model, family, seq)), then XACK. Apply-then-ack plus an idempotent apply means
+(merge once per (model, family, seq); the read's batches of one model in one script, see
+metric_services/work.py), then XACK. Apply-then-ack plus an idempotent apply means
 a crash anywhere counts every prediction exactly once. An entry whose compute raises on every
 try is dead-lettered at once; one whose consumer keeps dying is dead-lettered by delivery count.
 """
@@ -39,11 +40,14 @@ from metric_services.middleware import Middleware
 from metric_services.middleware.faults import FaultInjection
 from metric_services.middleware.logs import Logs
 from metric_services.middleware.prometheus import Prometheus
+from metric_services.work import Work, coalesce
 
 log = logging.getLogger("holistic.worker")
 
 UPDATES_MAXLEN = 1000
 STATE_RETRIES = 50  # compare-and-set conflicts of per-instance state before giving up for now
+CONFLICT = -1  # apply.lua: instance state changed since it was read; read again and retry
+SPLIT = -2  # apply.lua: one of several batches is applied already or not pending; apply them one by one
 
 
 @dataclass
@@ -54,20 +58,6 @@ class Counters:
     claimed: int = 0
     predictions: int = 0
     errors: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class _Work:
-    entry_id: str
-    entry: env_mod.Entry
-    batch_id: str
-    n: int
-    by_minute: dict[int, Stats]
-    partial: Partial | None = None
-    accept_s: float = 0.0
-    traceparent: str = ""
-    stream: str = ""  # the work stream it was read from; "" skips apply.lua's pending check (a cluster)
-    per_minute: dict[int, int] = field(default_factory=dict)  # predictions per minute, for the signature count
 
 
 @dataclass(frozen=True)
@@ -266,7 +256,7 @@ class Worker:
             for _, e in parsed:
                 pipe.getbit(self.keys.done(e.model, self.group), e.seq)
             bits = pipe.execute()
-        work: list[_Work] = []
+        work: list[Work] = []
         skipped = 0
         seen: set[tuple[str, int]] = set()
         for (entry_id, e), bit in zip(parsed, bits if parsed else [], strict=True):
@@ -281,7 +271,7 @@ class Worker:
             item = self._compute(queue, entry_id, e)
             if item is _NOT_MINE:
                 done_ids.append(entry_id)
-            elif isinstance(item, _Work):
+            elif isinstance(item, Work):
                 work.append(item)
         if skipped:
             self.counters.skipped += skipped
@@ -292,17 +282,7 @@ class Worker:
             m.before_apply(self, batch_ids)
         if work:
             started = time.perf_counter()
-            plain = [w for w in work if w.partial is None]
-            if self.settings.redis_cluster:  # a cluster pipeline cannot run scripts: one call each
-                results = {}
-                for w in plain:
-                    keys, args = self._apply_args(w, w.by_minute)
-                    results[id(w)] = self.queue.scripts.apply(keys=keys, args=args)
-            else:
-                results = dict(zip((id(w) for w in plain), self._apply_pipelined(plain), strict=True))
-            for w in work:  # one at a time: a batch's state reads must see the batch before it
-                if w.partial is not None:
-                    results[id(w)] = self._apply_with_instances(w, w.partial)
+            results = self._apply(coalesce(work, self.settings.apply_max_predictions))
             seconds = time.perf_counter() - started
             outcomes: list[Applied] = []
             for w in work:
@@ -320,7 +300,7 @@ class Worker:
             m.before_ack(self, batch_ids)
         queue.ack(self.group, done_ids + [w.entry_id for w in work])
 
-    def _compute(self, queue: WorkQueue, entry_id: str, e: env_mod.Entry) -> _Work | object | None:
+    def _compute(self, queue: WorkQueue, entry_id: str, e: env_mod.Entry) -> Work | object | None:
         """The batch's partial statistics; _NOT_MINE for another family's; None if dead-lettered."""
         last: Exception | None = None
         for _ in range(self.settings.max_failures):
@@ -339,7 +319,7 @@ class Worker:
                 for p in envelope.predictions:
                     minute = prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)
                     per_minute[minute] = per_minute.get(minute, 0) + 1
-                return _Work(
+                return Work(
                     entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream,
                     per_minute,
                 )  # fmt: skip
@@ -356,7 +336,33 @@ class Worker:
             for m in self.middleware:
                 m.after_dead_letter(self, entry_id, reason)
 
-    def _apply_pipelined(self, plain: list[_Work]) -> list[Any]:
+    def _apply(self, applies: list[Work]) -> dict[int, int]:
+        """Run every apply; id(batch) -> 1 merged, 0 not (applied before, or no longer pending here).
+        An apply of several batches that finds one of them applied already (-2) writes nothing: its
+        batches are applied one by one."""
+        results: dict[int, int] = {}
+        plain = [w for w in applies if w.partial is None]
+        if self.settings.redis_cluster:  # a cluster pipeline cannot run scripts: one call each
+            replies = []
+            for w in plain:
+                keys, args = self._apply_args(w, w.by_minute)
+                replies.append(self.queue.scripts.apply(keys=keys, args=args))
+        else:
+            replies = self._apply_pipelined(plain)
+        for w, reply in zip(plain, replies, strict=True):
+            results[id(w)] = int(reply)
+        for w in applies:  # one at a time: a batch's state reads must see the batch before it
+            if w.partial is not None:
+                results[id(w)] = self._apply_with_instances(w, w.partial)
+        out: dict[int, int] = {}
+        for w in applies:
+            if results[id(w)] == SPLIT:
+                out.update(self._apply(w.members))
+            else:
+                out.update((id(b), results[id(w)]) for b in w.batches)
+        return out
+
+    def _apply_pipelined(self, plain: list[Work]) -> list[Any]:
         """One round trip for the batches without instance state. A pipeline loads its scripts before
         sending them; a Redis restarted in between has an empty script cache and answers NOSCRIPT:
         send it once more, which loads them (whatever did run is not merged twice: the done bit)."""
@@ -373,23 +379,25 @@ class Worker:
         except redis.exceptions.NoScriptError:
             return pipeline().execute()
 
-    def _apply_with_instances(self, w: _Work, partial: Partial) -> int:
+    def _apply_with_instances(self, w: Work, partial: Partial) -> int:
         """Read the touched instances, apply with compare-and-set; re-read and retry on a conflict."""
         for attempt in range(STATE_RETRIES):
-            plan = self.instances.plan(w.entry.model, partial.spec, partial.rows, w.accept_s)
+            plan = self.instances.plan(w.entry.model, partial.spec, partial.rows, None)
             by_minute: dict[int, Stats] = {m: Stats().merge(st) for m, st in w.by_minute.items()}
+            for b in w.batches:  # late rows are counted per batch, at its accept time
+                self.instances.late(b.partial.rows if b.partial else [], b.accept_s, by_minute)
             for minute, st in plan.by_minute.items():
                 by_minute.setdefault(minute, Stats()).merge(st)
             keys, args = self._apply_args(w, by_minute, plan.hashes)
             result = int(self.queue.scripts.apply(keys=keys, args=args))
-            if result >= 0:
+            if result != CONFLICT:
                 return result
             self.stopping.wait(0.001 * random.random() * (attempt + 1))
         raise StateConflict(f"instance state of {w.batch_id} kept changing under {STATE_RETRIES} applies")
 
     def _apply_args(
         self,
-        w: _Work,
+        w: Work,
         by_minute: dict[int, Stats] | None = None,
         hashes: dict[str, tuple[int, list[Any]]] | None = None,
     ) -> tuple[list[str], list[Any]]:
@@ -422,7 +430,11 @@ class Worker:
         if stamped:
             tiers[self.keys.stats(model, fam, "all")] = (0, total)
         keys = [self.keys.done(model, fam), self.keys.updates(model)] + ([w.stream] if w.stream else [])
-        args: list[Any] = [w.entry.seq, UPDATES_MAXLEN, fam, w.n, w.entry_id if w.stream else ""]
+        batches = w.batches
+        args: list[Any] = [
+            " ".join(str(b.entry.seq) for b in batches), UPDATES_MAXLEN, fam, " ".join(str(b.n) for b in batches),
+            " ".join(b.entry_id for b in batches) if w.stream else "",
+        ]  # fmt: skip
         ops_of: dict[int, list[Any]] = {}  # a Stats shared by several tiers is flattened once
         hash_ops: list[tuple[str, int, list[Any]]] = []
         for key, (seconds, st) in tiers.items():
@@ -431,9 +443,14 @@ class Worker:
             hash_ops.append((key, seconds, ops_of[id(st)]))
         if model not in self._recorded:  # until one apply wrote it: the signature beside its counts
             hash_ops.append((self.keys.signatures(model, fam), 0, ["s", sid, raw_signature]))
-        for key, ttl, ops in hash_ops + [(k, ttl, ops) for k, (ttl, ops) in (hashes or {}).items()]:
+        sent: dict[int, int] = {}  # id(ops) -> 1-based index of the hash that carried them
+        for i, (key, ttl, ops) in enumerate(hash_ops + [(k, ttl, ops) for k, (ttl, ops) in (hashes or {}).items()]):
             keys.append(key)
-            args += [ttl, len(ops) // 3, *ops]
+            if id(ops) in sent:  # a tier with the same sums as an earlier one: apply.lua reuses its ops
+                args += [ttl, -sent[id(ops)]]
+            else:
+                sent[id(ops)] = i + 1
+                args += [ttl, len(ops) // 3, *ops]
         return keys, args
 
 

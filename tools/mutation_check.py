@@ -32,6 +32,7 @@ SUBMIT_TESTS = ["tests/gateway/test_submit.py"]
 VALIDATION_TESTS = ["tests/gateway/test_validation.py"]
 COLUMN_TESTS = ["tests/gateway/test_columns.py"]
 KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
+COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
 
 
 @dataclass(frozen=True)
@@ -46,18 +47,29 @@ class Mutant:
 
 MUTANTS = [
     Mutant("apply-done-bit", "holistic/lua/apply.lua",
-           "if redis.call('GETBIT', KEYS[1], ARGV[1]) == 1 then return 0 end\n", "",
+           "  if redis.call('GETBIT', KEYS[1], seq) == 1 then return not_now end\n", "",
            DONE_BIT_TESTS, "apply.lua merges a (model, family, seq) it already merged"),
-    Mutant("apply-no-setbit", "holistic/lua/apply.lua", "redis.call('SETBIT', KEYS[1], ARGV[1], 1)\n", "",
+    Mutant("apply-no-setbit", "holistic/lua/apply.lua", "redis.call('SETBIT', KEYS[1], seq, 1)", "",
            DONE_BIT_TESTS, "apply.lua never records that it merged"),
-    Mutant("apply-no-pending-check", "holistic/lua/apply.lua", "if pending.err or #pending == 0 then return 0 end", "",
+    Mutant("apply-no-pending-check", "holistic/lua/apply.lua",
+           "if pending.err or #pending == 0 then return not_now end", "",
            WORKQUEUE_TESTS, "an entry read from a Redis that died is applied to the next one"),
     Mutant("apply-no-present-condition", "holistic/lua/apply.lua",
-           "if redis.call('HGET', KEYS[k], ARGV[a + 1]) ~= ARGV[a + 2] then return -1 end", "",
+           "    if op == '=' then\n      fields", "    if false then\n      fields",
            ["tests/metric_services/test_done_bit.py"], "a replica overwrites instance state it read stale"),
     Mutant("apply-no-absent-condition", "holistic/lua/apply.lua",
-           "if redis.call('HEXISTS', KEYS[k], ARGV[a + 1]) == 1 then return -1 end", "",
+           "    elseif op == '!' then\n      fields", "    elseif false then\n      fields",
            ["tests/metric_services/test_done_bit.py"], "two replicas both create one instance"),
+    Mutant("coalesced-split-ignored", "metric_services/runner.py", "if results[id(w)] == SPLIT:", "if False:",
+           COALESCE_TESTS, "batches applied together are counted applied when the script refused them"),
+    Mutant("coalesced-first-bit-only", "holistic/lua/apply.lua",
+           "for _, seq in ipairs(seqs) do\n  if redis.call('GETBIT'",
+           "for _, seq in ipairs({seqs[1]}) do\n  if redis.call('GETBIT'",
+           COALESCE_TESTS, "batches applied together are merged again when one of them was applied meanwhile"),
+    Mutant("coalesced-first-setbit-only", "holistic/lua/apply.lua",
+           "for _, seq in ipairs(seqs) do redis.call('SETBIT'",
+           "for _, seq in ipairs({seqs[1]}) do redis.call('SETBIT'",
+           COALESCE_TESTS, "batches applied together leave their done bits unset but the first"),
     Mutant("ingest-no-dedupe", "holistic/lua/ingest.lua", "if known[1] then", "if false then",
            SUBMIT_TESTS, "a retried batch_id gets a new sequence number"),
     Mutant("ingest-raw-digest", "gateway/ingest.py", "hashlib.sha256(deterministic)",

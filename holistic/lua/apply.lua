@@ -1,92 +1,169 @@
 #!lua flags=allow-oom
 -- allow-oom: at maxmemory the gateway refuses new batches, but what was accepted must still be applied
 -- (and acknowledged) so the janitor can trim the stream and free memory.
--- Merge one batch's partial statistics for one family, once per (model, family, seq).
+-- Merge the partial statistics of one or more batches of one model for one family, once per
+-- (model, family, seq).
 -- KEYS[1] done bitmap   KEYS[2] updates stream   KEYS[3] the work stream, when ARGV[5] is not ''
 -- then the statistics (and instance-state) hashes
--- ARGV[1] seq   ARGV[2] updates maxlen   ARGV[3] family   ARGV[4] predictions in the batch
--- ARGV[5] the entry's id on the work stream: applied only while it is pending for the family here,
--- so a worker that read it from a Redis process that then died never applies it to the next one
--- (where the entry, and its sequence number, may be gone); '' skips the check (a cluster keeps the
--- work stream in another slot)
+-- ARGV[1] the batches' seqs, space separated   ARGV[2] updates maxlen   ARGV[3] family
+-- ARGV[4] predictions in each batch, space separated
+-- ARGV[5] the entries' ids on the work stream, space separated: applied only while every one is
+-- pending for the family here, so a worker that read them from a Redis process that then died never
+-- applies them to the next one (where the entries, and their sequence numbers, may be gone); '' skips
+-- the check (a cluster keeps the work stream in another slot)
 -- then for each hash, in KEYS order: ttl seconds (0: keep), op count, then op triples
--- (op, field, value) with op one of  i: HINCRBY  f: HINCRBYFLOAT  <: keep min  >: keep max
+-- (op, field, value) with op one of  i: add an integer  f: add a float  <: keep min  >: keep max
 -- h: merge a JSON object of bin -> count into the field's JSON object, bin by bin
 -- H: the same, value "<cap> <json>": past cap bins the field becomes "over" for good
--- s: HSET   =: condition, the field holds value   !: condition, the field is absent.
+-- s: set   =: condition, the field holds value   !: condition, the field is absent.
+-- A negative op count -j: this hash takes the ops of the j-th hash (1-based, an earlier one), so the
+-- tiers of one batch (every tier gets the same sums) send them once.
 -- Conditions are checked first: if one fails nothing is written and -1 is returned (the caller
 -- read state that changed since; it reads again and retries). Instance state (holistic/instances.py)
 -- uses them as compare-and-set, so its aggregates stay exact with any number of replicas.
--- Returns 1 when applied, 0 when the bit was already set (a redelivery or a replay) or the entry is
--- not pending here.
+-- Each hash is read with one HMGET and written with one HSET: a redis.call per field cost more than
+-- the merge itself. Sums are doubles written with 17 significant digits, so they read back exactly.
+-- Every new value is computed before anything is written: a bad value (a sum that overflows to
+-- infinity) fails the script with nothing written and the done bit unset.
+-- Returns 1 when applied; when a bit was already set (a redelivery or a replay) or an entry is not
+-- pending here: 0 for one batch, -2 for several (nothing written: the caller applies them one by one).
+local CHUNK = 2000 -- arguments per HMGET/HSET call: unpack is bounded by Lua's C stack
+local function words(text)
+  local out = {}
+  for w in string.gmatch(text, '%S+') do out[#out + 1] = w end
+  return out
+end
+local seqs, counts = words(ARGV[1]), words(ARGV[4])
+local not_now = #seqs > 1 and -2 or 0
 local first = 3
 if ARGV[5] ~= '' then
   first = 4
-  local pending = redis.pcall('XPENDING', KEYS[3], ARGV[3], ARGV[5], ARGV[5], 1)  -- errs if no stream or group
-  if pending.err or #pending == 0 then return 0 end
-end
-if redis.call('GETBIT', KEYS[1], ARGV[1]) == 1 then return 0 end
-local a = 6
-for k = first, #KEYS do
-  local nops = tonumber(ARGV[a + 1])
-  a = a + 2
-  for _ = 1, nops do
-    local op = ARGV[a]
-    if op == '=' then
-      if redis.call('HGET', KEYS[k], ARGV[a + 1]) ~= ARGV[a + 2] then return -1 end
-    elseif op == '!' then
-      if redis.call('HEXISTS', KEYS[k], ARGV[a + 1]) == 1 then return -1 end
-    end
-    a = a + 3
+  for _, id in ipairs(words(ARGV[5])) do
+    local pending = redis.pcall('XPENDING', KEYS[3], ARGV[3], id, id, 1)  -- errs if no stream or group
+    if pending.err or #pending == 0 then return not_now end
   end
 end
-redis.call('SETBIT', KEYS[1], ARGV[1], 1)
+for _, seq in ipairs(seqs) do
+  if redis.call('GETBIT', KEYS[1], seq) == 1 then return not_now end
+end
+
+-- hashes[i] = {key, ttl, at (ARGV index of its first op), n (op count)}
+local hashes = {}
+local a = 6
+for k = first, #KEYS do
+  local ttl, nops = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  a = a + 2
+  if nops < 0 then
+    local same = hashes[-nops]
+    hashes[#hashes + 1] = {KEYS[k], ttl, same[3], same[4]}
+  else
+    hashes[#hashes + 1] = {KEYS[k], ttl, a, nops}
+    a = a + 3 * nops
+  end
+end
+
+local function hmget(key, fields)
+  local out = {}
+  for i = 1, #fields, CHUNK do
+    local got = redis.call('HMGET', key, unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
+    for j = 1, #got do out[i + j - 1] = got[j] end
+  end
+  return out
+end
+
+-- conditions, every hash, before anything is written
+for _, h in ipairs(hashes) do
+  local fields, wanted = {}, {}
+  for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
+    local op = ARGV[o]
+    if op == '=' then
+      fields[#fields + 1] = ARGV[o + 1]
+      wanted[#fields] = ARGV[o + 2]
+    elseif op == '!' then
+      fields[#fields + 1] = ARGV[o + 1]
+      wanted[#fields] = false
+    end
+  end
+  if #fields > 0 then
+    local got = hmget(h[1], fields)
+    for i = 1, #fields do
+      if got[i] ~= wanted[i] then return -1 end
+    end
+  end
+end
+
 local function merge_bins(current, value)
   local merged = cjson.decode(current)
   for bin, n in pairs(cjson.decode(value)) do merged[bin] = (merged[bin] or 0) + n end
   return merged
 end
-a = 6
-for k = first, #KEYS do
-  local key = KEYS[k]
-  local ttl = tonumber(ARGV[a])
-  local nops = tonumber(ARGV[a + 1])
-  a = a + 2
-  for _ = 1, nops do
-    local op, field, value = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-    a = a + 3
+
+-- new values of every hash (ops in order, so a field written twice sees its first write)
+local writes = {}
+for w, h in ipairs(hashes) do
+  local reads = {}
+  for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
+    local op = ARGV[o]
+    if op ~= 's' and op ~= '=' and op ~= '!' then reads[#reads + 1] = ARGV[o + 1] end
+  end
+  local current = {}
+  local got = hmget(h[1], reads)
+  for i = 1, #reads do
+    if current[reads[i]] == nil then current[reads[i]] = got[i] end
+  end
+  local order, value = {}, {}
+  for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
+    local op, field, arg = ARGV[o], ARGV[o + 1], ARGV[o + 2]
+    local now = value[field]
+    if now == nil then now = current[field] end
+    local new = nil
     if op == 'i' then
-      redis.call('HINCRBY', key, field, value)
+      new = string.format('%d', (tonumber(now) or 0) + tonumber(arg))
     elseif op == 'f' then
-      redis.call('HINCRBYFLOAT', key, field, value)
-    elseif op == 'h' then
-      local current = redis.call('HGET', key, field)
-      if current then
-        redis.call('HSET', key, field, cjson.encode(merge_bins(current, value)))
-      else
-        redis.call('HSET', key, field, value)
+      local sum = (tonumber(now) or 0) + tonumber(arg)
+      if sum ~= sum or sum == math.huge or sum == -math.huge then
+        return redis.error_reply('ERR increment would produce NaN or Infinity: ' .. h[1] .. ' ' .. field)
       end
+      new = string.format('%.17g', sum)
+    elseif op == 'h' then
+      new = now and cjson.encode(merge_bins(now, arg)) or arg
     elseif op == 'H' then
-      local sp = string.find(value, ' ', 1, true)
-      local cap, bins = tonumber(string.sub(value, 1, sp - 1)), string.sub(value, sp + 1)
-      local current = redis.call('HGET', key, field)
-      if current ~= 'over' then
-        local merged = merge_bins(current or '{}', bins)
+      if now ~= 'over' then
+        local sp = string.find(arg, ' ', 1, true)
+        local cap = tonumber(string.sub(arg, 1, sp - 1))
+        local merged = merge_bins(now or '{}', string.sub(arg, sp + 1))
         local count = 0
         for _ in pairs(merged) do count = count + 1 end
-        redis.call('HSET', key, field, count > cap and 'over' or cjson.encode(merged))
+        new = count > cap and 'over' or cjson.encode(merged)
       end
     elseif op == 's' then
-      redis.call('HSET', key, field, value)
+      new = arg
     elseif op == '<' or op == '>' then
-      local current = redis.call('HGET', key, field)
-      local v = tonumber(value)
-      if not current or (op == '<' and v < tonumber(current)) or (op == '>' and v > tonumber(current)) then
-        redis.call('HSET', key, field, value)
-      end
+      local v = tonumber(arg)
+      if not now or (op == '<' and v < tonumber(now)) or (op == '>' and v > tonumber(now)) then new = arg end
+    end
+    if new ~= nil then
+      if value[field] == nil then order[#order + 1] = field end
+      value[field] = new
     end
   end
-  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
+  local args = {}
+  for _, field in ipairs(order) do
+    args[#args + 1] = field
+    args[#args + 1] = value[field]
+  end
+  writes[w] = args
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'family', ARGV[3], 'seq', ARGV[1], 'n', ARGV[4])
+
+for _, seq in ipairs(seqs) do redis.call('SETBIT', KEYS[1], seq, 1) end
+for w, h in ipairs(hashes) do
+  local args = writes[w]
+  for i = 1, #args, CHUNK do
+    redis.call('HSET', h[1], unpack(args, i, math.min(i + CHUNK - 1, #args)))
+  end
+  if h[2] > 0 then redis.call('EXPIRE', h[1], h[2]) end
+end
+for i, seq in ipairs(seqs) do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'family', ARGV[3], 'seq', seq, 'n', counts[i])
+end
 return 1

@@ -26,8 +26,9 @@ from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.signature import signature_id
 from holistic.stats import Folded, Stats
-from metric_services.runner import Worker, _Work
+from metric_services.runner import Worker
 from metric_services.shared.worst_case import SPEC
+from metric_services.work import Work
 from tests.conftest import drain
 from tests.factories import prediction
 
@@ -102,7 +103,7 @@ def test_thresholds_count_instances_at_or_above():
 
 def _apply(worker: Worker, store: InstanceStore, rows: list[Row], seq: int, accept_s: float = 0.0) -> int:
     plan = store.plan("m", SPEC, rows, accept_s)
-    w = _Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", len(rows), {}, None, accept_s)
+    w = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", len(rows), {}, None, accept_s)
     keys, args = worker._apply_args(w, plan.by_minute, plan.hashes)
     return int(worker.queue.scripts.apply(keys=keys, args=args))
 
@@ -114,7 +115,7 @@ def test_a_stale_read_writes_nothing_and_retries(make_worker, settings, r):
     plan_a = store.plan("m", SPEC, [Row(inst, "o", 1.0, 5)], 0)
     plan_b = store.plan("m", SPEC, [Row(inst, "p:typos", 0.0, 5)], 0)  # read the same (empty) state
     assert _apply(worker, store, [Row(inst, "o", 1.0, 5)], 1) == 1 and plan_a.hashes
-    w = _Work("0-2", type("E", (), {"model": "m", "seq": 2})(), "b2", 1, {}, None, 0)
+    w = Work("0-2", type("E", (), {"model": "m", "seq": 2})(), "b2", 1, {}, None, 0)
     keys, args = worker._apply_args(w, plan_b.by_minute, plan_b.hashes)
     assert int(worker.queue.scripts.apply(keys=keys, args=args)) == -1  # creation raced: nothing written
     assert not r.getbit(Keys(settings.key_prefix).done("m", "robustness"), 2)

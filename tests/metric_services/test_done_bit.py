@@ -91,6 +91,28 @@ def test_apply_script_merges_one_sequence_once(r, make_worker):
     assert int(stats_of(r, "m", "accuracy")[b"mmlu|n"]) == 10
 
 
+def test_apply_script_sums_floats_exactly_and_refuses_infinity_writing_nothing(r, make_worker):
+    """Sums are doubles stored with 17 significant digits (they read back bit for bit, also below
+    1e-17 where HINCRBYFLOAT's fixed 17 decimals gave 0); a sum that overflows fails the script before
+    anything, the done bit included, is written."""
+    w = make_worker("accuracy")
+    key = KEYS.stats("m", "accuracy", "all")
+
+    def apply(seq: int, *ops: object) -> object:
+        return w.queue.scripts.apply(
+            keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), key],
+            args=[seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops],
+        )
+
+    assert apply(1, "f", "x", repr(0.1), "f", "tiny", "1e-20", "i", "n", 2, "s", "s", "kept") == 1
+    assert apply(2, "f", "x", repr(0.2), "f", "tiny", "3e-20", "i", "n", 3, "f", "big", "1e308") == 1
+    got = r.hgetall(key)
+    assert float(got[b"x"]) == 0.1 + 0.2 and float(got[b"tiny"]) == 1e-20 + 3e-20 and got[b"n"] == b"5"
+    with pytest.raises(redis.exceptions.ResponseError, match="NaN or Infinity"):
+        apply(3, "i", "n", 1, "f", "big", "1e308")
+    assert r.hgetall(key) == got and r.getbit(KEYS.done("m", "accuracy"), 3) == 0
+
+
 @pytest.mark.parametrize("family", ["accuracy", "robustness"])
 def test_two_replicas_racing_on_one_entry_merge_it_once(r, make_worker, family):
     """Both replicas pass the Python pre-check, then both run apply.lua on the same pending entry

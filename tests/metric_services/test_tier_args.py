@@ -9,7 +9,7 @@ import random
 from holistic.keys import Keys
 from holistic.stats import Stats, signature_field
 from holistic.windows import tier_buckets
-from metric_services.runner import _Work
+from metric_services.work import Work
 
 KEYS = Keys()
 
@@ -44,13 +44,21 @@ def minute_stats(rng: random.Random) -> Stats:
     return st
 
 
-def parsed(keys: list[str], args: list) -> dict[str, tuple[int, list]]:
-    out, a = {}, 5
+def parsed(keys: list[str], args: list) -> tuple[dict[str, tuple[int, list]], int]:
+    """Each hash's (ttl, ops), a negative op count -j read as apply.lua does (hash j's ops), and how
+    many hashes reused ops."""
+    out, a, reused = {}, 5, 0
     for key in keys[2:]:
         ttl, n = args[a], args[a + 1]
-        out[key] = (ttl, list(args[a + 2 : a + 2 + 3 * n]))
-        a += 2 + 3 * n
-    return out
+        if n < 0:
+            out[key] = (ttl, out[keys[2 + (-n) - 1]][1])
+            reused += 1
+            a += 2
+        else:
+            out[key] = (ttl, list(args[a + 2 : a + 2 + 3 * n]))
+            a += 2 + 3 * n
+    assert a == len(args)
+    return out, reused
 
 
 def test_tier_ops_equal_a_plain_per_bucket_merge(make_worker, make_settings):
@@ -70,13 +78,14 @@ def test_tier_ops_equal_a_plain_per_bucket_merge(make_worker, make_settings):
     for seq, minutes in enumerate(cases, start=1):
         by_minute = {m: minute_stats(rng) for m in minutes}
         per_minute = {m: rng.randint(1, 50) for m in minutes} | {minutes[-1] + 1: 3}  # a minute without stats
-        work = _Work(
-            "0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", 10, by_minute, per_minute=per_minute
-        )
+        work = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", 10, by_minute, per_minute=per_minute)
         worker._recorded.add("m")  # no signature hash: statistics only
         keys, args = worker._apply_args(work)
-        got = parsed(keys, args)
+        got, reused = parsed(keys, args)
         want = reference(by_minute, per_minute, signature_field(sid), "m", worker.group, ttl)
         assert list(got) == list(want)
         for key, (t, ops) in want.items():
             assert got[key] == (t, ops), key  # reprs of the floats: the same bits
+        # the tiers that hold every minute of the batch (all, d256, ...) carry the total's ops once
+        whole = sum(1 for op in want.values() if op[1] == want[KEYS.stats("m", worker.group, "all")][1])
+        assert reused == whole - 1 >= 1
