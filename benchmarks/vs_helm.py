@@ -24,6 +24,7 @@ client, gateway and workers under cProfile timed by CPU time (benchmarks/cpu_pro
 where the time goes, not for the figure) and prints each one's CPU microseconds per prediction by stage.
 
     python -m benchmarks.vs_helm [--rows 90000] [--runs 3] [--helm-rows 1500,4500] [--profile DIR]
+                                 [--by-family ROWS] [--batch-size 500]
 """
 
 from __future__ import annotations
@@ -352,6 +353,7 @@ def print_profile(directory: Path, rows: int) -> None:
 
 # --- report -----------------------------------------------------------------------------------
 def main() -> None:
+    global BATCH  # the batch size submitted, for service_run and family_alone
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=90_000)
     ap.add_argument("--runs", type=int, default=3, help="service runs (the median is reported)")
@@ -362,7 +364,9 @@ def main() -> None:
     ap.add_argument("--skip-helm", action="store_true", help="service only (e.g. with --profile)")
     ap.add_argument("--profile", type=Path, help="write cProfile files of client, gateway and workers here")
     ap.add_argument("--by-family", type=int, metavar="ROWS", help="also each family alone over ROWS rows: CPU split")
+    ap.add_argument("--batch-size", type=int, default=BATCH, help="predictions per batch, as submitted")
     args = ap.parse_args()
+    BATCH = args.batch_size
     families = registry.installed()
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)

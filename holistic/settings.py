@@ -104,6 +104,13 @@ class Settings(BaseSettings):
         description="The batches of one read that share a model are applied by one script, up to this many "
         "predictions (their time tiers written once); 1: one script per batch.",
     )
+    read_linger_ms: int = Field(
+        default=100,
+        ge=0,
+        le=10_000,
+        description="A read that got fewer entries than it asked for waits this long and reads again, so batches "
+        "that trickle in are applied together (see apply_max_predictions); 0: process at once.",
+    )
     block_ms: int = Field(default=1000, ge=1)
     claim_idle_ms: int = Field(default=30_000, ge=10, description="Pending this long: a crashed consumer's.")
     max_deliveries: int = Field(default=6, ge=1, description="Deliveries before an entry is dead-lettered.")

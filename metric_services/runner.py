@@ -33,18 +33,16 @@ from holistic.redis_conn import RETRYABLE
 from holistic.registry import load_family
 from holistic.settings import Settings
 from holistic.signature import signature_id
-from holistic.stats import Stats, signature_field
-from holistic.windows import tier_buckets
+from holistic.stats import Stats
 from holistic.workqueue import WorkQueue
 from metric_services.middleware import Middleware
 from metric_services.middleware.faults import FaultInjection
 from metric_services.middleware.logs import Logs
 from metric_services.middleware.prometheus import Prometheus
-from metric_services.work import Work, coalesce
+from metric_services.work import Work, apply_args, coalesce
 
 log = logging.getLogger("holistic.worker")
 
-UPDATES_MAXLEN = 1000
 STATE_RETRIES = 50  # compare-and-set conflicts of per-instance state before giving up for now
 CONFLICT = -1  # apply.lua: instance state changed since it was read; read again and retry
 SPLIT = -2  # apply.lua: one of several batches is applied already or not pending; apply them one by one
@@ -181,6 +179,10 @@ class Worker:
                 raise
             queue.ensure_group(self.group)  # the stream was deleted (or never existed): start over
             entries = queue.read(self.group, self.consumer, count, block)
+        linger = self.settings.read_linger_ms
+        if entries and len(entries) < count and linger > 0 and not self.stopping.wait(linger / 1000):
+            # caught up: batches trickle in; the next ones within the linger share this read's apply
+            entries += queue.read(self.group, self.consumer, count - len(entries), None)
         if entries:
             started = time.process_time()  # CPU, not wall: a busy machine or Redis round trips do not shrink reads
             self.process(entries, queue)
@@ -401,57 +403,13 @@ class Worker:
         by_minute: dict[int, Stats] | None = None,
         hashes: dict[str, tuple[int, list[Any]]] | None = None,
     ) -> tuple[list[str], list[Any]]:
-        """KEYS and ARGV of apply.lua: the statistics tiers of by_minute (default: the batch's), then
-        any instance-state hashes with their ops."""
-        by_minute = w.by_minute if by_minute is None else by_minute
-        model, fam, s = w.entry.model, self.group, self.settings
-        sid, raw_signature = self.signature_of(model)
-        stamp = signature_field(sid)
-        stamped = {m: Stats().merge(st) for m, st in by_minute.items()}
-        for minute, count in w.per_minute.items():
-            stamped.setdefault(minute, Stats()).incr(stamp, count)
-        ttl = {"m": s.minute_retention_s, "h": s.hour_retention_s}  # longer tiers are kept
-        members: dict[str, tuple[int, list[Stats]]] = {}
-        for minute, st in stamped.items():
-            for tier, bucket in tier_buckets(minute):
-                key = self.keys.stats(model, fam, tier, bucket)
-                if key in members:
-                    members[key][1].append(st)
-                else:
-                    members[key] = (ttl.get(tier, 0), [st])
-        total = Stats()
-        for st in stamped.values():
-            total.merge(st)
-        tiers: dict[str, tuple[int, Stats]] = {}
-        for key, (seconds, parts) in members.items():
-            # A bucket holding every minute of the batch (a batch within one day, hour...) sums the same
-            # minutes in the same order as the total: the same floats, so it is the total, merged once.
-            tiers[key] = (seconds, total if len(parts) == len(stamped) else _merged(parts))
-        if stamped:
-            tiers[self.keys.stats(model, fam, "all")] = (0, total)
-        keys = [self.keys.done(model, fam), self.keys.updates(model)] + ([w.stream] if w.stream else [])
-        batches = w.batches
-        args: list[Any] = [
-            " ".join(str(b.entry.seq) for b in batches), UPDATES_MAXLEN, fam, " ".join(str(b.n) for b in batches),
-            " ".join(b.entry_id for b in batches) if w.stream else "",
-        ]  # fmt: skip
-        ops_of: dict[int, list[Any]] = {}  # a Stats shared by several tiers is flattened once
-        hash_ops: list[tuple[str, int, list[Any]]] = []
-        for key, (seconds, st) in tiers.items():
-            if id(st) not in ops_of:
-                ops_of[id(st)] = st.lua_ops()
-            hash_ops.append((key, seconds, ops_of[id(st)]))
-        if model not in self._recorded:  # until one apply wrote it: the signature beside its counts
-            hash_ops.append((self.keys.signatures(model, fam), 0, ["s", sid, raw_signature]))
-        sent: dict[int, int] = {}  # id(ops) -> 1-based index of the hash that carried them
-        for i, (key, ttl, ops) in enumerate(hash_ops + [(k, ttl, ops) for k, (ttl, ops) in (hashes or {}).items()]):
-            keys.append(key)
-            if id(ops) in sent:  # a tier with the same sums as an earlier one: apply.lua reuses its ops
-                args += [ttl, -sent[id(ops)]]
-            else:
-                sent[id(ops)] = i + 1
-                args += [ttl, len(ops) // 3, *ops]
-        return keys, args
+        """KEYS and ARGV of apply.lua for w (metric_services/work.py), with this worker's signature
+        until one of its applies has written it."""
+        model = w.entry.model
+        signature = self.signature_of(model)
+        return apply_args(
+            w, self.keys, self.group, self.settings, signature, model not in self._recorded, by_minute, hashes
+        )
 
 
 def run_worker(family: str | Family, settings: Settings, client: redis.Redis) -> Worker:
@@ -459,11 +417,3 @@ def run_worker(family: str | Family, settings: Settings, client: redis.Redis) ->
     worker.install_signal_handlers()
     worker.run()
     return worker
-
-
-def _merged(parts: list[Stats]) -> Stats:
-    """The parts summed in order into a new Stats (as the tiers always were)."""
-    out = Stats()
-    for st in parts:
-        out.merge(st)
-    return out

@@ -12,10 +12,16 @@ and the runner applies them one by one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from holistic import envelope as env_mod
 from holistic.families import Partial
-from holistic.stats import Stats
+from holistic.keys import Keys
+from holistic.settings import Settings
+from holistic.stats import Stats, signature_field
+from holistic.windows import tier_buckets
+
+UPDATES_MAXLEN = 1000  # entries kept on a model's updates stream (the watchers' wake-up calls)
 
 
 @dataclass
@@ -70,3 +76,75 @@ def merged(ws: list[Work]) -> Work:
         first.entry_id, first.entry, first.batch_id, sum(w.n for w in ws), by_minute, partial, first.accept_s,
         first.traceparent, first.stream, per_minute, members=list(ws),
     )  # fmt: skip
+
+
+def apply_args(
+    w: Work,
+    keys: Keys,
+    family: str,
+    settings: Settings,
+    signature: tuple[str, bytes],
+    write_signature: bool,
+    by_minute: dict[int, Stats] | None = None,
+    hashes: dict[str, tuple[int, list[Any]]] | None = None,
+) -> tuple[list[str], list[Any]]:
+    """KEYS and ARGV of apply.lua: the statistics tiers of by_minute (default: w's), then any
+    instance-state hashes with their ops. signature: the worker's (id, bytes); its id counts the
+    predictions, its bytes are written beside them while write_signature."""
+    by_minute = w.by_minute if by_minute is None else by_minute
+    model = w.entry.model
+    sid, raw_signature = signature
+    stamp = signature_field(sid)
+    stamped = {m: Stats().merge(st) for m, st in by_minute.items()}
+    for minute, count in w.per_minute.items():
+        stamped.setdefault(minute, Stats()).incr(stamp, count)
+    ttl = {"m": settings.minute_retention_s, "h": settings.hour_retention_s}  # longer tiers are kept
+    members: dict[str, tuple[int, list[Stats]]] = {}
+    for minute, st in stamped.items():
+        for tier, bucket in tier_buckets(minute):
+            key = keys.stats(model, family, tier, bucket)
+            if key in members:
+                members[key][1].append(st)
+            else:
+                members[key] = (ttl.get(tier, 0), [st])
+    total = Stats()
+    for st in stamped.values():
+        total.merge(st)
+    tiers: dict[str, tuple[int, Stats]] = {}
+    for key, (seconds, parts) in members.items():
+        # A bucket holding every minute of the batch (a batch within one day, hour...) sums the same
+        # minutes in the same order as the total: the same floats, so it is the total, merged once.
+        tiers[key] = (seconds, total if len(parts) == len(stamped) else _summed(parts))
+    if stamped:
+        tiers[keys.stats(model, family, "all")] = (0, total)
+    out_keys = [keys.done(model, family), keys.updates(model)] + ([w.stream] if w.stream else [])
+    batches = w.batches
+    args: list[Any] = [
+        " ".join(str(b.entry.seq) for b in batches), UPDATES_MAXLEN, family, " ".join(str(b.n) for b in batches),
+        " ".join(b.entry_id for b in batches) if w.stream else "",
+    ]  # fmt: skip
+    ops_of: dict[int, list[Any]] = {}  # a Stats shared by several tiers is flattened once
+    hash_ops: list[tuple[str, int, list[Any]]] = []
+    for key, (seconds, st) in tiers.items():
+        if id(st) not in ops_of:
+            ops_of[id(st)] = st.lua_ops()
+        hash_ops.append((key, seconds, ops_of[id(st)]))
+    if write_signature:  # until one apply wrote it: the signature beside its counts
+        hash_ops.append((keys.signatures(model, family), 0, ["s", sid, raw_signature]))
+    sent: dict[int, int] = {}  # id(ops) -> 1-based index of the hash that carried them
+    for i, (key, seconds, ops) in enumerate(hash_ops + [(k, t, ops) for k, (t, ops) in (hashes or {}).items()]):
+        out_keys.append(key)
+        if id(ops) in sent:  # a tier with the same sums as an earlier one: apply.lua reuses its ops
+            args += [seconds, -sent[id(ops)]]
+        else:
+            sent[id(ops)] = i + 1
+            args += [seconds, len(ops) // 3, *ops]
+    return out_keys, args
+
+
+def _summed(parts: list[Stats]) -> Stats:
+    """The parts summed in order into a new Stats (as the tiers always were)."""
+    out = Stats()
+    for st in parts:
+        out.merge(st)
+    return out

@@ -80,6 +80,7 @@ def make_settings(redis_url: str, r: redis.Redis) -> Callable[..., Settings]:
             "redis_url": redis_url,
             "claim_idle_ms": 200,
             "recover_interval_s": 0.1,
+            "read_linger_ms": 0,  # in-process workers drain at once (test_coalesce tests the linger)
             "families": installed(),
         }
         values.update(overrides)

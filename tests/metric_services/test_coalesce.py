@@ -6,6 +6,7 @@ spans the batches."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 
 import pytest
@@ -166,3 +167,42 @@ def test_coalesce_groups_per_model_up_to_the_cap():
     assert [g.n for g in groups] == [800, 150, 300]
     assert [[b.entry.seq for b in g.batches] for g in coalesce(ws, 1)] == [[1], [2], [3], [4], [5]]
     assert coalesce([work("a", 1, 5000)], 1000)[0] is not None  # a batch over the cap goes alone
+
+
+@pytest.mark.parametrize("linger_ms", [0, 400])
+def test_a_read_that_got_less_than_it_asked_for_lingers_for_what_trickles_in(make_worker, make_settings, r, linger_ms):
+    """Caught up, batches arrive one by one: with a linger the read waits, reads again and applies
+    the ones that came meanwhile with it, in one script."""
+    now = time.time()
+    worker = make_worker("accuracy", make_settings(read_ahead_ms=0, read_linger_ms=linger_ms))
+    calls = Counted(worker)
+    WorkQueue(r, KEYS).ensure_group("accuracy")
+
+    def add(seq: int) -> None:
+        request = SubmitPredictionsRequest(batch_id=f"b{seq}", model="m", predictions=batch(seq, now))
+        header = BatchEnvelope(batch_id=request.batch_id, model="m", sequence=seq, families=["accuracy"])
+        header.accept_time.FromNanoseconds(round(now * 1e9))
+        r.xadd(KEYS.stream, envelope.fields_for("m", seq, request.SerializeToString(), header))
+
+    add(1)
+    later = threading.Timer(0.1, lambda: [add(s) for s in (2, 3, 4)])
+    later.start()
+    started = time.monotonic()
+    handled = worker.step(block_ms=1)
+    later.join()
+    if linger_ms:
+        assert handled == 4 and calls.calls == 1 and time.monotonic() - started >= 0.4
+    else:
+        assert handled == 1 and calls.calls == 1
+        assert drain(worker) == 3
+    assert worker.counters.applied == 4 and r.xpending(KEYS.stream, "accuracy")["pending"] == 0
+
+
+def test_a_worker_told_to_stop_does_not_linger(make_worker, make_settings, r):
+    worker = make_worker("accuracy", make_settings(read_ahead_ms=0, read_linger_ms=10_000))
+    submit(r, "accuracy", "m", time.time())
+    r.xtrim(KEYS.stream, maxlen=1, approximate=False)  # one entry of the six: a read of 16 gets less than it asked for
+    threading.Timer(0.2, worker.stopping.set).start()
+    started = time.monotonic()
+    assert worker.step(block_ms=1) == 1
+    assert time.monotonic() - started < 5 and worker.counters.applied == 1
