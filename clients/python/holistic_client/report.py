@@ -20,7 +20,6 @@ from rich.text import Text
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
-from holistic_client.radar import render
 
 STYLE = """
 body { font: 14px/1.45 "DejaVu Sans", system-ui, sans-serif; color: #1f2937; margin: 2em auto; max-width: 1200px;
@@ -84,6 +83,8 @@ def part_html(part: RenderableType) -> str:
 
 def radar_svg(profiles: Sequence[pp.Profile], title: str) -> str:
     """The radar as an inline <svg> element (no XML prolog, no DOCTYPE with its external DTD)."""
+    from holistic_client.radar import render  # matplotlib: imported when drawn, not by every command
+
     svg = render(profiles, "svg", title=title).decode("utf-8")
     return svg[svg.index("<svg") :]
 
