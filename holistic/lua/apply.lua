@@ -71,23 +71,38 @@ local function hmget(key, fields)
   return out
 end
 
--- conditions, every hash, before anything is written
-for _, h in ipairs(hashes) do
-  local fields, wanted = {}, {}
+-- what an ops block needs: its condition fields with their wanted values, and the fields it reads;
+-- found once per block, however many hashes (tiers) share it
+local blocks = {}
+local function block(h)
+  local b = blocks[h[3]]
+  if b and b.n == h[4] then return b end
+  b = {n = h[4], fields = {}, wanted = {}, reads = {}, num = {}, text = {}}
   for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
     local op = ARGV[o]
     if op == '=' then
-      fields[#fields + 1] = ARGV[o + 1]
-      wanted[#fields] = ARGV[o + 2]
+      b.fields[#b.fields + 1] = ARGV[o + 1]
+      b.wanted[#b.fields] = ARGV[o + 2]
     elseif op == '!' then
-      fields[#fields + 1] = ARGV[o + 1]
-      wanted[#fields] = false
+      b.fields[#b.fields + 1] = ARGV[o + 1]
+      b.wanted[#b.fields] = false
+    elseif op ~= 's' then
+      b.reads[#b.reads + 1] = ARGV[o + 1]
+      if op ~= 'h' and op ~= 'H' then b.num[o] = tonumber(ARGV[o + 2]) end
+      if op == 'f' then b.text[o] = string.format('%.17g', b.num[o]) end
     end
   end
-  if #fields > 0 then
-    local got = hmget(h[1], fields)
-    for i = 1, #fields do
-      if got[i] ~= wanted[i] then return -1 end
+  if h[4] > 0 then blocks[h[3]] = b end  -- an empty block starts where the next one does
+  return b
+end
+
+-- conditions, every hash, before anything is written
+for _, h in ipairs(hashes) do
+  local b = block(h)
+  if #b.fields > 0 then
+    local got = hmget(h[1], b.fields)
+    for i = 1, #b.fields do
+      if got[i] ~= b.wanted[i] then return -1 end
     end
   end
 end
@@ -101,11 +116,8 @@ end
 -- new values of every hash (ops in order, so a field written twice sees its first write)
 local writes = {}
 for w, h in ipairs(hashes) do
-  local reads = {}
-  for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
-    local op = ARGV[o]
-    if op ~= 's' and op ~= '=' and op ~= '!' then reads[#reads + 1] = ARGV[o + 1] end
-  end
+  local b = block(h)
+  local reads, num, text = b.reads, b.num, b.text
   local current = {}
   local got = hmget(h[1], reads)
   for i = 1, #reads do
@@ -118,13 +130,13 @@ for w, h in ipairs(hashes) do
     if now == nil then now = current[field] end
     local new = nil
     if op == 'i' then
-      new = string.format('%d', (tonumber(now) or 0) + tonumber(arg))
+      new = now and string.format('%d', tonumber(now) + num[o]) or arg
     elseif op == 'f' then
-      local sum = (tonumber(now) or 0) + tonumber(arg)
+      local sum = now and tonumber(now) + num[o] or num[o]
       if sum ~= sum or sum == math.huge or sum == -math.huge then
         return redis.error_reply('ERR increment would produce NaN or Infinity: ' .. h[1] .. ' ' .. field)
       end
-      new = string.format('%.17g', sum)
+      new = now and string.format('%.17g', sum) or text[o]  -- a new field: formatted once per block
     elseif op == 'h' then
       new = now and cjson.encode(merge_bins(now, arg)) or arg
     elseif op == 'H' then
@@ -139,7 +151,7 @@ for w, h in ipairs(hashes) do
     elseif op == 's' then
       new = arg
     elseif op == '<' or op == '>' then
-      local v = tonumber(arg)
+      local v = num[o]
       if not now or (op == '<' and v < tonumber(now)) or (op == '>' and v > tonumber(now)) then new = arg end
     end
     if new ~= nil then
