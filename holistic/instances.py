@@ -19,7 +19,7 @@ Storage: instance states live in Redis hashes `inst:<family>:d:<day>`, one per d
 (the worker's clock), field = instance key, value = `State.encode()`. A day's hash expires
 HOLISTIC_INSTANCE_TTL_S after the day ends: state lives TTL to TTL + 1 day. Each hash counts its
 instances in field "#n"; HOLISTIC_INSTANCE_CAP bounds the live total (read before each apply, so
-concurrent replicas may overshoot it by one batch each). Rows of new instances past the cap are
+concurrent replicas may overshoot it by one apply each). Rows of new instances past the cap are
 left out and counted (`#inst|over_cap`); rows produced more than the TTL before their batch was
 accepted are counted (`#inst|late`): their partners' state may have expired, so they may be counted
 as a separate instance, which is where a TTL departs from HELM's run-level semantics.
