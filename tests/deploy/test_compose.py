@@ -121,11 +121,14 @@ def test_the_compose_file_runs_scales_and_survives_a_sigkill(images):
             # the quality exporter's series equal the gateway's profile; a GenAI span comes in over OTLP
             day = next(d for d in client.get_profile("atlas-70b", "24h").dimensions if d.kind == 1)
             want = {"tenant": "default", "model": "atlas-70b", "axis": "accuracy", "window": "24h", "period": "current"}
+            # a scrape returns the last snapshot (HOLISTIC_QUALITY_REFRESH_S, 15 s): one taken while the
+            # workers were still applying shows the profile of then, the next one the profile of now
             deadline = time.monotonic() + 120
-            while (score := axis_score(f"http://127.0.0.1:{quality_port}/metrics", want)) is None:
-                assert time.monotonic() < deadline, "the quality exporter never showed atlas-70b's accuracy"
+            while (score := axis_score(f"http://127.0.0.1:{quality_port}/metrics", want)) != pytest.approx(
+                day.score, abs=1e-12
+            ):
+                assert time.monotonic() < deadline, f"the exporter showed {score}, never the profile's {day.score}"
                 time.sleep(1)
-            assert score == pytest.approx(day.score, abs=1e-12)
             send_span(otlp, "otel-model")
             deadline = time.monotonic() + 60
             while not [m for m in client.list_models() if m.model == "otel-model"]:
