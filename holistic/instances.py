@@ -132,12 +132,15 @@ def _moment_fields(quantity: str) -> tuple[str, str, str]:
     return key(quantity, "n"), key(quantity, "sum"), key(quantity, "sumsq")
 
 
-def _contribute(spec: InstanceSpec, instance: str, state: State, sign: int, out: dict[int, Stats]) -> None:
+def _contribute(
+    spec: InstanceSpec, instance: str, state: State, sign: int, out: dict[int, Stats], derived: dict[str, float]
+) -> None:
+    """Add (sign +1) or take back (-1) the instance's quantities `derived` (spec.derive of state) in its minute."""
     st = out.get(state.minute)
     if st is None:
         st = out[state.minute] = Stats()
     ints, floats = st.ints, st.floats  # the additive fields, written directly: once per quantity and instance
-    for q, v in spec.derive(instance, state.slots).items():
+    for q, v in derived.items():
         n, total, squares = _moment_fields(q)
         ints[n] = ints.get(n, 0) + sign
         floats[total] = floats.get(total, 0.0) + sign * v
@@ -149,18 +152,20 @@ def _contribute(spec: InstanceSpec, instance: str, state: State, sign: int, out:
 
 def deltas(spec: InstanceSpec, instance: str, old: State | None, new: State, out: dict[int, Stats]) -> None:
     """Add to `out` (by minute) what changes in the aggregates when the instance goes from old to new."""
+    derived = spec.derive(instance, new.slots)
     if old is not None:
-        if old.minute == new.minute and spec.derive(instance, old.slots) == spec.derive(instance, new.slots):
+        before = spec.derive(instance, old.slots)
+        if old.minute == new.minute and before == derived:
             return
-        _contribute(spec, instance, old, -1, out)
-    _contribute(spec, instance, new, +1, out)
+        _contribute(spec, instance, old, -1, out, before)
+    _contribute(spec, instance, new, +1, out, derived)
 
 
 def aggregate(spec: InstanceSpec, states: Mapping[str, State]) -> dict[int, Stats]:
     """The aggregates of final states computed from scratch: what streaming must add up to."""
     out: dict[int, Stats] = {}
     for instance, state in states.items():
-        _contribute(spec, instance, state, +1, out)
+        _contribute(spec, instance, state, +1, out, spec.derive(instance, state.slots))
     return out
 
 
