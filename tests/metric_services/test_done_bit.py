@@ -113,6 +113,27 @@ def test_apply_script_sums_floats_exactly_and_refuses_infinity_writing_nothing(r
     assert r.hgetall(key) == got and r.getbit(KEYS.done("m", "accuracy"), 3) == 0
 
 
+def test_apply_script_reads_and_writes_hashes_bigger_than_one_call(r, make_worker):
+    """apply.lua reads and writes each hash in calls of at most 2,000 arguments (Lua's unpack is bounded):
+    5,001 conditions, 5,001 sums and 5,001 sets on one hash, then the same fields summed again."""
+    w = make_worker("accuracy")
+    key = KEYS.stats("m", "accuracy", "all")
+    n = 5_001
+
+    def apply(seq: int, ops: list[object]) -> object:
+        args = [seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops]
+        return w.queue.scripts.apply(keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), key], args=args)
+
+    first = [x for i in range(n) for x in ("!", f"new{i}", "", "i", f"n{i}", i, "s", f"new{i}", f"v{i}")]
+    assert apply(1, first) == 1
+    assert apply(2, [x for i in range(n) for x in ("=", f"new{i}", f"v{i}", "i", f"n{i}", 1)]) == 1
+    got = r.hgetall(key)
+    assert len(got) == 2 * n and all(got[f"n{i}".encode()] == str(i + 1).encode() for i in range(n))
+    assert got[f"new{n - 1}".encode()] == f"v{n - 1}".encode()
+    assert apply(3, ["!", f"new{n - 1}", "", "i", "n0", 1]) == -1  # the last condition of a big read counts
+    assert r.hget(key, "n0") == b"1"
+
+
 @pytest.mark.parametrize("family", ["accuracy", "robustness"])
 def test_two_replicas_racing_on_one_entry_merge_it_once(r, make_worker, family):
     """Both replicas pass the Python pre-check, then both run apply.lua on the same pending entry
