@@ -120,10 +120,21 @@ def merge(spec: InstanceSpec, old: State | None, new: State) -> State:
 
 
 def fold_rows(spec: InstanceSpec, rows: Iterable[Row]) -> dict[str, State]:
-    """A batch's rows reduced per instance (before anything is read from Redis)."""
+    """A batch's rows reduced per instance (before anything is read from Redis): merge of each row's
+    state in turn, folded in place."""
     out: dict[str, State] = {}
     for row in rows:
-        out[row.instance] = merge(spec, out.get(row.instance), State(row.minute, {row.slot: row.value}))
+        state = out.get(row.instance)
+        if state is None:
+            out[row.instance] = State(row.minute, {row.slot: row.value})
+            continue
+        if row.minute < state.minute:
+            state.minute = row.minute
+        slots = state.slots
+        if row.slot in slots:
+            slots[row.slot] = _reduce(spec.reducer(row.slot), slots[row.slot], row.value)
+        else:
+            slots[row.slot] = row.value
     return out
 
 
