@@ -180,8 +180,15 @@ class Worker:
             queue.ensure_group(self.group)  # the stream was deleted (or never existed): start over
             entries = queue.read(self.group, self.consumer, count, block)
         linger = self.settings.read_linger_ms
-        if entries and len(entries) < count and linger > 0 and not self.stopping.wait(linger / 1000):
+        if (
+            block is not None
+            and entries
+            and len(entries) < count
+            and linger > 0
+            and not self.stopping.wait(linger / 1000)
+        ):
             # caught up: batches trickle in; the next ones within the linger share this read's apply
+            # (blocking reads only: a step's pass over several shards does not linger on each)
             entries += queue.read(self.group, self.consumer, count - len(entries), None)
         if entries:
             started = time.process_time()  # CPU, not wall: a busy machine or Redis round trips do not shrink reads

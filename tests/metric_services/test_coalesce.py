@@ -206,3 +206,15 @@ def test_a_worker_told_to_stop_does_not_linger(make_worker, make_settings, r):
     started = time.monotonic()
     assert worker.step(block_ms=1) == 1
     assert time.monotonic() - started < 5 and worker.counters.applied == 1
+
+
+def test_a_pass_over_several_shards_does_not_linger_on_each(make_worker, make_settings, r):
+    """With queue shards a step reads each without blocking; only its blocking read (every shard was
+    empty) may linger, so a step over S shards never waits S lingers."""
+    settings = make_settings(queue_shards=2, read_ahead_ms=0, read_linger_ms=10_000)
+    worker = make_worker("accuracy", settings)
+    WorkQueue(r, KEYS, shard=1).ensure_group("accuracy")
+    submit(r, "accuracy", "m", time.time())  # six entries on shard 0, none on shard 1: reads of 16 get less
+    started = time.monotonic()
+    assert worker.step(block_ms=1) == BATCHES
+    assert time.monotonic() - started < 5 and worker.counters.applied == BATCHES
