@@ -172,7 +172,7 @@ def _children_cpu() -> float:
     return u.ru_utime + u.ru_stime
 
 
-def service_run(path: Path, rows: int, families: list[str], profile: Path | None) -> dict[str, Any]:
+def service_run(path: Path, rows: int, families: list[str], profile: Path | None, batch: int = BATCH) -> dict[str, Any]:
     """Submit the file with the CLI; seconds until each family's group has applied every entry."""
     env = {
         "HOLISTIC_BACKLOG_MAX_BATCHES": "100000",
@@ -190,7 +190,7 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
         # a warm-up batch of other models that every family applies: workers started, models loaded
         warm = path.with_name("warm-up.jsonl")
         with open(path, encoding="utf-8") as src, open(warm, "w", encoding="utf-8") as dst:
-            for _, line in zip(range(BATCH), src, strict=False):
+            for _, line in zip(range(batch), src, strict=False):
                 row = json.loads(line)
                 dst.write(json.dumps(dict(row, model=f"{row['model']}-warm-up")) + "\n")
         submit = [sys.executable, "-m", "holistic_app", "submit", "--no-progress", "--target", address]
@@ -203,7 +203,7 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
         r.config_resetstat()
         client_py = ["-m", "benchmarks.cpu_profile", str(profile / "client.prof")] if profile else []
         submit = [sys.executable, *client_py, "-m", "holistic_app", "submit", str(path), "--no-progress",
-                  "--target", address, "--batch-size", str(BATCH)]  # fmt: skip
+                  "--target", address, "--batch-size", str(batch)]  # fmt: skip
         children0 = _children_cpu()
         start = time.perf_counter()
         client = subprocess.Popen(submit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -239,7 +239,7 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
 
 
 # --- each family alone (--by-family) ---------------------------------------------------------
-def family_alone(path: Path, family: str, rows: int) -> tuple[float, float, float]:
+def family_alone(path: Path, family: str, rows: int, batch: int = BATCH) -> tuple[float, float, float]:
     """One family's worker, in this process, draining the file's first `rows` predictions (batches of
     500 per model, as the gateway writes them) from a private Redis: CPU us/prediction of its compute,
     of the whole worker (read, decode, compute, apply, ack), and of Redis. Compute is timed inside the
@@ -268,9 +268,9 @@ def family_alone(path: Path, family: str, rows: int) -> tuple[float, float, floa
         WorkQueue(r, worker.keys).ensure_group(family)
         envelopes, seq = [], 0
         for model, preds in by_model.items():
-            for b in range(0, len(preds), BATCH):
+            for b in range(0, len(preds), batch):
                 seq += 1
-                request = SubmitPredictionsRequest(batch_id=f"b{seq}", model=model, predictions=preds[b : b + BATCH])
+                request = SubmitPredictionsRequest(batch_id=f"b{seq}", model=model, predictions=preds[b : b + batch])
                 header = BatchEnvelope(batch_id=request.batch_id, model=model, sequence=seq, families=[family])
                 header.accept_time.GetCurrentTime()
                 r.xadd(worker.keys.stream, env_mod.fields_for(model, seq, request.SerializeToString(), header))
@@ -353,7 +353,6 @@ def print_profile(directory: Path, rows: int) -> None:
 
 # --- report -----------------------------------------------------------------------------------
 def main() -> None:
-    global BATCH  # the batch size submitted, for service_run and family_alone
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=90_000)
     ap.add_argument("--runs", type=int, default=3, help="service runs (the median is reported)")
@@ -366,7 +365,6 @@ def main() -> None:
     ap.add_argument("--by-family", type=int, metavar="ROWS", help="also each family alone over ROWS rows: CPU split")
     ap.add_argument("--batch-size", type=int, default=BATCH, help="predictions per batch, as submitted")
     args = ap.parse_args()
-    BATCH = args.batch_size
     families = registry.installed()
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -398,14 +396,14 @@ def main() -> None:
             prof = args.profile / f"run{i}" if args.profile else None
             if prof:
                 prof.mkdir(exist_ok=True)
-            runs.append(service_run(path, rows, families, prof))
+            runs.append(service_run(path, rows, families, prof, args.batch_size))
             print(f"  service run {i + 1}: {runs[-1]['elapsed']:.2f} s (submit done {runs[-1]['submitted']:.2f} s), "
                   f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
         if args.by_family:
             print(f"\neach family alone, one worker in one process, {args.by_family:,} rows; CPU us/prediction:")
             print(f"  {'family':<16}{'compute':>9}{'worker':>9}{'redis':>9}")
             for fam in families:
-                c, w, rd = family_alone(path, fam, args.by_family)
+                c, w, rd = family_alone(path, fam, args.by_family, args.batch_size)
                 print(f"  {fam:<16}{c:>9.1f}{w:>9.1f}{rd:>9.1f}")
     elapsed = median([x["elapsed"] for x in runs])
     mid = sorted(runs, key=lambda x: x["elapsed"])[len(runs) // 2]
