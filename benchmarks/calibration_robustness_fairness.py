@@ -76,7 +76,8 @@ def one_worker(family: str, preds: list[Prediction]) -> float:
             header.accept_time.FromMilliseconds(accept)
             pipe.xadd(keys.stream, env_mod.fields_for("bench", seq, raw.SerializeToString(), header))
         pipe.execute()
-        worker = Worker(family, settings.model_copy(update={"read_count": 16}), client)
+        # a drain of a backlog: reads are full; the linger would only wait once, at its end
+        worker = Worker(family, settings.model_copy(update={"read_count": 16, "read_linger_ms": 0}), client)
         start = now()
         while worker.step(block_ms=1):
             pass

@@ -151,12 +151,13 @@ def _contribute(
     if st is None:
         st = out[state.minute] = Stats()
     ints, floats = st.ints, st.floats  # the additive fields, written directly: once per quantity and instance
+    thresholds = spec.thresholds
     for q, v in derived.items():
         n, total, squares = _moment_fields(q)
         ints[n] = ints.get(n, 0) + sign
         floats[total] = floats.get(total, 0.0) + sign * v
         floats[squares] = floats.get(squares, 0.0) + sign * v * v
-        for t in spec.thresholds(q):
+        for t in thresholds(q):
             if v >= t:
                 st.incr(key(q, at_least(t)), sign)
 
@@ -241,6 +242,10 @@ class InstanceStore:
                     found[name] = (i, raw)
 
         today = days.index(math.floor(now / DAY))
+        # A new instance is created in its creator's today; replicas' clocks are within a day of ours
+        # (live_days reads tomorrow for that), so a rival can create it only in yesterday's, today's or
+        # tomorrow's hash: its absence is checked there, older hashes get no new fields.
+        creatable = [i for i in range(len(days)) if abs(i - today) <= 1]
         ops: list[list[Any]] = [[] for _ in days]
         by_minute: dict[int, Stats] = {}
         room = self.cap - live
@@ -252,8 +257,8 @@ class InstanceStore:
                 if created >= room:
                     by_minute.setdefault(part.minute, Stats()).incr(OVER_CAP, row_counts[name])
                     continue
-                for shard_ops in ops:
-                    shard_ops += ("!", name, "")
+                for i in creatable:
+                    ops[i] += ("!", name, "")
                 created += 1
                 new = merge(spec, None, part)
                 ops[today] += ("s", name, new.encode())
@@ -264,8 +269,9 @@ class InstanceStore:
             old = State.decode(text)
             new = merge(spec, old, part)
             ops[shard] += ("=", name, text)
-            if new.encode() != text:
-                ops[shard] += ("s", name, new.encode())
+            encoded = new.encode()
+            if encoded != text:
+                ops[shard] += ("s", name, encoded)
                 deltas(spec, name, old, new, by_minute)
         if created:
             ops[today] += ("i", COUNT_FIELD, created)

@@ -105,11 +105,12 @@ class Settings(BaseSettings):
         "predictions (their time tiers written once); 1: one script per batch.",
     )
     read_linger_ms: int = Field(
-        default=100,
+        default=500,
         ge=0,
         le=10_000,
         description="A read that got fewer entries than it asked for waits this long and reads again, so batches "
-        "that trickle in are applied together (see apply_max_predictions); 0: process at once.",
+        "that trickle in are applied together (see apply_max_predictions): one apply's tier writes cost the same "
+        "for one batch or several; 0: process at once.",
     )
     block_ms: int = Field(default=1000, ge=1)
     claim_idle_ms: int = Field(default=30_000, ge=10, description="Pending this long: a crashed consumer's.")

@@ -52,29 +52,30 @@ def _ngrams(tokens: tuple[str, ...], n: int) -> Counter[tuple[str, ...]]:
     return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
+def _precision(h: tuple[str, ...], g: tuple[str, ...], n: int) -> tuple[int, float]:
+    """nltk's modified precision p_n: (clipped matches, p_n with method0's float_info.min for none)."""
+    counts = _ngrams(h, n) if len(h) >= n else Counter()
+    ref = _ngrams(g, n)
+    numerator = sum(min(c, ref[gram]) for gram, c in counts.items())
+    return numerator, (numerator / max(1, sum(counts.values())) if numerator else sys.float_info.min)
+
+
 def bleu_1_4(gold: str, pred: str) -> tuple[float, float]:
     """nltk's `sentence_bleu([gold], pred, weights)` for BLEU_1 and BLEU_4 at once, computed as nltk
-    computes it (corpus_bleu of one pair: clipped n-gram counts for n = 1..4, 0 without a unigram
-    match, method0's sys.float_info.min for a zero count, brevity penalty against the one reference),
-    from one set of counts instead of two full passes (tests/metric_services/test_generation_metrics.py
-    checks it against nltk)."""
+    computes it (corpus_bleu of one pair: clipped n-gram counts, 0 without a unigram match, method0's
+    sys.float_info.min for a zero count, brevity penalty against the one reference), from one set of
+    counts instead of two full passes (tests/metric_services/test_generation_metrics.py checks it
+    against nltk). p_2 and p_3 are left out: both weight vectors give them 0, and nltk's
+    exp(fsum(w_n · log p_n)) adds only signed zeros for them (log p_n is finite), so the sum is
+    log p_1 (BLEU_1) or log p_4 (BLEU_4) exactly."""
     g, h = word_tokenize(gold), word_tokenize(pred)
-    precisions: list[float] = []
-    for n in range(1, 5):
-        counts = _ngrams(h, n) if len(h) >= n else Counter()
-        ref = _ngrams(g, n)
-        numerator = sum(min(c, ref[gram]) for gram, c in counts.items())
-        if n == 1 and numerator == 0:
-            return 0.0, 0.0
-        denominator = max(1, sum(counts.values()))
-        precisions.append(numerator / denominator if numerator else sys.float_info.min)
+    matches, p1 = _precision(h, g, 1)
+    if matches == 0:
+        return 0.0, 0.0
+    _, p4 = _precision(h, g, 4)
     c, r = len(h), len(g)
     bp = 1.0 if c > r else math.exp(1 - r / c)
-    logs = [math.log(p) for p in precisions]
-    return (
-        bp * math.exp(math.fsum(w * lp for w, lp in zip(BLEU_1, logs, strict=True))),
-        bp * math.exp(math.fsum(w * lp for w, lp in zip(BLEU_4, logs, strict=True))),
-    )
+    return bp * math.exp(math.log(p1)), bp * math.exp(math.log(p4))
 
 
 def bleu(gold: str, pred: str, weights: tuple[float, float, float, float]) -> float:
@@ -91,9 +92,9 @@ def generation_scores(references: Sequence[str], output: str) -> tuple[float, fl
 
     pred = output.strip()
     rl = b1 = b4 = 0.0
-    prepared = rouge.Prepared(pred)
+    tokens = rouge.tokenize(pred)  # rouge_l only: no n-gram counts (rouge.Prepared's) are needed
     for gold in references:
-        rl = max(rl, rouge.score_prepared(rouge.Prepared(gold), prepared)[2].fmeasure)
+        rl = max(rl, rouge.rouge_l(rouge.tokenize(gold), tokens))
         g1, g4 = bleu_1_4(gold, pred)
         b1, b4 = max(b1, g1), max(b4, g4)
     return rl, b1, b4

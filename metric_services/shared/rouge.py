@@ -107,6 +107,11 @@ def _lcs_score(target: list[str], pred: list[str]) -> Score:
     return Score(precision, recall, fmeasure(precision, recall))
 
 
+def rouge_l(target: list[str], pred: list[str]) -> float:
+    """ROUGE-L F of two token lists (tokenize's)."""
+    return _lcs_score(target, pred).fmeasure
+
+
 class Prepared:
     """A text's tokens and n-gram counts, computed once and scored against many others."""
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 
 from holistic.families import Partial, ScenarioPart, prediction_minute
 from holistic.instances import SEP, Reducer, Row
@@ -63,33 +64,67 @@ class WorstCaseSpec:
         return "min"
 
     def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
+        # One pass over the slots with each field name built once per (scenario, metric, slot): this
+        # runs twice per changed instance, and the names repeat across every instance of a scenario.
         scn, metric, _ = instance.split(SEP, 2)
-        out: dict[str, float] = {}
-        main = [v for slot, v in slots.items() if OTHER not in slot]
-        if main:
-            out[key(scn, metric, "worst")] = min(main)
-        others: dict[str, list[float]] = defaultdict(list)
+        worst: float | None = None
+        others: dict[str, float] = {}  # "+<metric>|worst" -> min so far, in first-seen order
+        other_origs: list[tuple[str, float]] = []
+        variants: list[tuple[tuple[str, str, str], float]] = []
         for slot, v in slots.items():
-            name, sep, kind = slot.partition(OTHER)
-            if sep:
-                others[name].append(v)
-                if kind == ORIGINAL:
-                    out[key(scn, metric, OTHER_METRIC + name, "orig")] = v
-        for name, values in others.items():
-            out[key(scn, metric, OTHER_METRIC + name, "worst")] = min(values)
+            kind, names = _slot_fields(scn, metric, slot)
+            if kind is _MAIN:
+                if worst is None or v < worst:
+                    worst = v
+                if names:
+                    variants.append((names, v))  # type: ignore[arg-type]
+            else:
+                w = names[0]
+                if w not in others or v < others[w]:
+                    others[w] = v
+                if kind is _OTHER_ORIGINAL:
+                    other_origs.append((names[1], v))
+        out: dict[str, float] = {}
+        main_worst, main_orig = _main_fields(scn, metric)
+        if worst is not None:
+            out[main_worst] = worst
+        out.update(other_origs)
+        out.update(others)
         o = slots.get(ORIGINAL)
         if o is not None:
-            out[key(scn, metric, "orig")] = o
-        for slot, v in slots.items():
-            if slot.startswith(VARIANT):
-                out[key(scn, metric, slot, "worst")] = v if o is None else min(o, v)
-                out[key(scn, metric, slot, "perturbed")] = v
-                if o is not None:
-                    out[key(scn, metric, slot, "before")] = o
+            out[main_orig] = o
+        for (w, p, b), v in variants:
+            out[w] = v if o is None else min(o, v)
+            out[p] = v
+            if o is not None:
+                out[b] = o
         return out
 
     def thresholds(self, quantity: str) -> tuple[float, ...]:
         return ()
+
+
+_MAIN, _OTHER_ORIGINAL, _OTHER_VARIANT = "main", "other original", "other variant"
+
+
+@lru_cache(maxsize=1 << 14)
+def _main_fields(scn: str, metric: str) -> tuple[str, str]:
+    return key(scn, metric, "worst"), key(scn, metric, "orig")
+
+
+@lru_cache(maxsize=1 << 16)
+def _slot_fields(scn: str, metric: str, slot: str) -> tuple[str, tuple[str, ...]]:
+    """What a slot feeds: the main metric (a variant: its worst/perturbed/before fields), or another
+    metric of the task's set (its worst field, and its orig field for the original)."""
+    name, sep, kind = slot.partition(OTHER)
+    if sep:
+        fields = (key(scn, metric, OTHER_METRIC + name, "worst"),)
+        if kind == ORIGINAL:
+            return _OTHER_ORIGINAL, (*fields, key(scn, metric, OTHER_METRIC + name, "orig"))
+        return _OTHER_VARIANT, fields
+    if slot.startswith(VARIANT):
+        return _MAIN, tuple(key(scn, metric, slot, what) for what in ("worst", "perturbed", "before"))
+    return _MAIN, ()
 
 
 SPEC = WorstCaseSpec()

@@ -125,6 +125,37 @@ def test_a_stale_read_writes_nothing_and_retries(make_worker, settings, r):
     assert f["s|exact_match|orig|sum"] == 1.0
 
 
+@pytest.mark.parametrize("rival_days", [-1, 0, 1])
+def test_a_rival_whose_clock_is_a_day_off_cannot_create_an_instance_twice(make_worker, settings, r, rival_days):
+    """A rival replica creates the instance in its own today (ours, yesterday or tomorrow) between
+    our read and our apply: our apply writes nothing, and once re-planned counts the instance once."""
+    worker = make_worker("robustness")
+    keys = Keys(settings.key_prefix)
+    now = 100 * DAY + 3600.0
+    ours = InstanceStore(r, keys, "robustness", 2 * DAY, 100, clock=lambda: now)
+    rival = InstanceStore(r, keys, "robustness", 2 * DAY, 100, clock=lambda: now + rival_days * DAY)
+    inst = SEP.join(("s", "exact_match", "q"))
+    stale = ours.plan("m", SPEC, [Row(inst, "p:typos", 0.0, 5)], 0)  # the instance is absent everywhere
+    assert _apply(worker, rival, [Row(inst, "o", 1.0, 5)], 1) == 1
+    assert r.hexists(keys.instances("m", "robustness", 100 + rival_days), inst)
+    w = Work("0-2", type("E", (), {"model": "m", "seq": 2})(), "b2", 1, {}, None, 0)
+    k, args = worker._apply_args(w, stale.by_minute, stale.hashes)
+    assert int(worker.queue.scripts.apply(keys=k, args=args)) == -1
+    assert _apply(worker, ours, [Row(inst, "p:typos", 0.0, 5)], 2) == 1
+    f = Folded.from_hashes([r.hgetall(keys.stats("m", "robustness", "all"))])
+    assert f["s|exact_match|worst|n"] == 1 and f["s|exact_match|worst|sum"] == 0.0
+
+
+def test_a_new_instance_is_checked_absent_only_where_it_can_be_created(make_worker, settings, r):
+    """Yesterday's, today's and tomorrow's hashes, not older ones (nothing creates fields there)."""
+    now = 100 * DAY + 3600.0
+    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", 4 * DAY, 100, clock=lambda: now)
+    plan = store.plan("m", SPEC, [Row(SEP.join(("s", "em", "q")), "o", 1.0, 5)], 0)
+    checked = {k for k, (_, ops) in plan.hashes.items() if "!" in ops[0::3]}
+    assert checked == {Keys(settings.key_prefix).instances("m", "robustness", d) for d in (99, 100, 101)}
+    assert len(store.live_days(now)) == 6  # 96..101
+
+
 def test_state_hashes_expire_after_the_ttl_and_count_their_instances(make_worker, settings, r):
     worker = make_worker("robustness")
     now = 100 * DAY + 3600.0
