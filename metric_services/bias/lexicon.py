@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -33,6 +33,19 @@ class Lexicon:
     groups: dict[str, dict[str, tuple[str, ...]]]  # demographic -> group -> words (HELM order)
     targets: dict[str, frozenset[str]]  # adjective / profession -> words
     word_group: dict[str, dict[str, str]]  # demographic -> word -> group
+    # word -> what it counts for: (demographic, group) and (target category, word) pairs, so a text's
+    # tokens are looked up once each (most are in no list)
+    index: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = field(
+        default_factory=dict, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        words = {w for wg in self.word_group.values() for w in wg} | {w for ws in self.targets.values() for w in ws}
+        for w in words:
+            self.index[w] = (
+                tuple((d, wg[w]) for d, wg in self.word_group.items() if w in wg),
+                tuple((c, w) for c, ws in self.targets.items() if w in ws),
+            )
 
     def list_sizes(self, demographic: str) -> list[int]:
         return [len(words) for words in self.groups[demographic].values()]
@@ -53,9 +66,16 @@ def tokens(text: str) -> list[str]:
 
 def text_counts(text: str, lex: Lexicon) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
     """Per demographic: group-word counts; per target category: target-word counts."""
-    toks = tokens(text)
-    groups = {d: Counter(wg[t] for t in toks if t in wg) for d, wg in lex.word_group.items()}
-    targets = {c: Counter(t for t in toks if t in words) for c, words in lex.targets.items()}
+    groups: dict[str, Counter[str]] = {d: Counter() for d in lex.word_group}
+    targets: dict[str, Counter[str]] = {c: Counter() for c in lex.targets}
+    index = lex.index
+    for t in tokens(text):
+        hit = index.get(t)
+        if hit is not None:
+            for d, g in hit[0]:
+                groups[d][g] += 1
+            for c, w in hit[1]:
+                targets[c][w] += 1
     return groups, targets
 
 

@@ -30,7 +30,7 @@ not counted twice (HELM asserts there is none). The main metric is fixed when a 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
@@ -135,23 +135,27 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
     """Rows of the batch for the instances, and per scenario: rows, tasks, unscored, other kind."""
     accept_s = envelope.accept_time.seconds
     out: dict[int, Stats] = defaultdict(Stats)
+    counts: Counter[tuple[int, str, str]] = Counter()  # (minute, scenario, part) -> rows, added at the end
+    metrics: dict[tuple[str, int], str] = {}  # (scenario, task) -> main metric: once per batch
     rows: list[Row] = []
     for p in envelope.predictions:
         at = p.produced_at
         minute = prediction_minute(at.seconds, at.nanos, accept_s)
-        st = out[minute]
-        scn = p.scenario
-        st.incr(key(scn, "rows"))
-        st.incr(key(scn, f"{TASK}{p.task}"))
+        st = out[minute]  # minutes in order of first appearance, as the hook's sums are
+        scn, task = p.scenario, p.task
+        counts[minute, scn, "rows"] += 1
+        counts[minute, scn, f"{TASK}{task}"] += 1
         perturbed = p.HasField("perturbation")
         if perturbed and p.perturbation.family != kind:
-            st.incr(key(scn, "other_kind"))
+            counts[minute, scn, "other_kind"] += 1
             continue
-        metric = main_metric(scn, p.task, settings)
+        metric = metrics.get((scn, task))
+        if metric is None:
+            metric = metrics[scn, task] = main_metric(scn, task, settings)
         by_refs = ReferenceScores(p)
         score = prediction_score(p, metric, settings.references_win, by_refs)
         if score is None:
-            st.incr(key(scn, UNSCORED + metric))
+            counts[minute, scn, UNSCORED + metric] += 1
             continue
         slot = VARIANT + p.perturbation.name if perturbed else ORIGINAL
         instance = SEP.join((scn, metric, p.perturbation.original_id if perturbed else p.id))
@@ -160,6 +164,8 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
             rows.append(Row(instance, name + OTHER + slot, value, minute))
         if not perturbed and hook is not None:
             hook(st, p, key(scn, metric), score)
+    for (minute, scn, part), n in counts.items():
+        out[minute].incr(key(scn, part), n)
     return Partial(dict(out), SPEC, rows)
 
 
