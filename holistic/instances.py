@@ -26,8 +26,9 @@ as a separate instance, which is where a TTL departs from HELM's run-level seman
 
 Exactly once: the runner reads the touched instances (`InstanceStore.plan`), computes new states
 and the aggregate deltas, and applies them with apply.lua in one script together with the batch's
-done bit; the script first checks that every state it read is unchanged ('=' and '!' conditions)
-and otherwise writes nothing and returns -1, and the runner reads again and retries. Every key goes
+done bit; the script first checks that every state it read is unchanged ('=' and '!' conditions;
+replicas' clocks are assumed within a day of each other, see plan) and otherwise writes nothing and
+returns -1, and the runner reads again and retries. Every key goes
 through KEYS[] (cluster-safe: all under the model's hash tag).
 """
 
