@@ -175,13 +175,24 @@ def _other_scores(p: pb.Prediction, main: str, by_refs: ReferenceScores) -> dict
     if p.task == pb.TASK_RANKING:
         values = by_refs.ranking() or {}
         return {m: v for m, v in values.items() if m != main}
-    wanted = [m for m in task_metrics(p.task) if m in PER_INSTANCE and m != main]
+    wanted, generation = _wanted(p.task, main)
     if not wanted or not p.references:
         return {}
-    values = dict(zip(METRICS, by_refs.exact(), strict=True))
-    if any(m in GENERATION_METRICS for m in wanted):
-        values.update(zip(GENERATION_METRICS, by_refs.generation(), strict=True))
-    return {m: values[m] for m in wanted}
+    exact = by_refs.exact()
+    generated = by_refs.generation() if generation else ()
+    return {m: (generated if is_generation else exact)[i] for m, is_generation, i in wanted}
+
+
+@lru_cache(maxsize=1024)
+def _wanted(task: int, main: str) -> tuple[tuple[tuple[str, bool, int], ...], bool]:
+    """The task's other per-instance metrics, in its set's order, each with where its value is (the
+    exact-match scores or the generation scores, and its index there); and whether any is generated."""
+    wanted = []
+    for m in task_metrics(task):
+        if m in PER_INSTANCE and m != main:
+            generated = m in GENERATION_METRICS
+            wanted.append((m, generated, (GENERATION_METRICS if generated else tuple(METRICS)).index(m)))
+    return tuple(wanted), any(g for _, g, _ in wanted)
 
 
 def split_scenarios(stats: Folded) -> dict[str, Fields]:
