@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     max_window_buckets: int = Field(default=512, ge=1, description="Buckets one profile read may fold, per family.")
     tenant_concurrent_reads: int = Field(default=4, ge=1, description="Profile reads in flight per tenant.")
     tenant_read_buckets_per_s: int = Field(
-        default=4000, ge=0, description="Statistics buckets a tenant's reads may fold per second; 0: unlimited."
+        default=2000, ge=0, description="Statistics buckets a tenant's reads may fold per second; 0: unlimited."
     )
     tenant_max_watches: int = Field(default=32, ge=1, description="Open WatchProfile streams per tenant.")
     max_watches: int = Field(default=1024, ge=1, description="Open WatchProfile streams per gateway process.")
