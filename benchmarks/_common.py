@@ -103,7 +103,7 @@ def requests(n_batches: int, batch_size: int, model: str = "bench", tag: str = "
     out = []
     for i in range(n_batches):
         template.batch_id = f"bench{tag}-{i}"
-        out.append(template.SerializeToString())
+        out.append(template.SerializeToString(deterministic=True))  # as holistic_client sends it
     return out
 
 

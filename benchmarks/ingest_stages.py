@@ -30,6 +30,7 @@ from benchmarks.gateway_throughput import BATCH, raw_xadd
 from gateway import columns
 from gateway.ingest import group_tags
 from gateway.validation import validate
+from gateway.wire_proof import prove
 from holistic.settings import Settings
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.v1.prediction_pb2 import Prediction
@@ -137,6 +138,18 @@ def main() -> None:
         *validation_rows(", simple batches", simple, settings, now, runs),
         ("gateway", "digest (deterministic bytes + sha256)", cpu_us(digests, n, runs)),
         ("gateway", "group tags of a new batch", cpu_us(lambda: [group_tags(r) for r in parsed], n, runs)),
+        # the C path replaces the four rows above for a batch sent canonically: no parse, no walk, no
+        # re-encoding (sha256 of the bytes as they came), tags from the proof
+        (
+            "gateway",
+            "C wire proof (validation + UTF-8 + tags)",
+            cpu_us(lambda: [prove(r, settings, now) for r in raws], n, runs),
+        ),
+        (
+            "gateway",
+            "C path digest (sha256 of the request bytes)",
+            cpu_us(lambda: [hashlib.sha256(r).hexdigest() for r in raws], n, runs),
+        ),
     ]
     with private_redis() as url:
         raw_xadd(url, raws[:10])

@@ -27,6 +27,7 @@ from gateway.poller import Poller
 from holistic.errors import ConfigError, Unavailable
 from holistic.observability import AOF_DELAYED_FSYNC, AOF_ENABLED, AOF_WAIT_SECONDS
 from holistic.redis_conn import RETRYABLE
+from holistic.scripts import Scripts
 
 log = logging.getLogger("holistic.gateway")
 
@@ -96,7 +97,7 @@ class AofWatch:
 
 @dataclass(frozen=True)
 class AofState:
-    """Where one Redis process's AOF stands, from INFO server + persistence."""
+    """Where one Redis process's AOF stands, from INFO server + persistence (holistic/lua/aof_state.lua)."""
 
     run_id: str
     epoch: tuple[int, int]  # (rewrites, rewrite in progress): the size is recomputed when a rewrite ends
@@ -105,15 +106,23 @@ class AofState:
     enabled: bool
 
     @classmethod
-    def of(cls, info: dict[str, Any]) -> AofState:
-        written = int(info.get("aof_current_size", 0))
-        return cls(
-            run_id=str(info.get("run_id", "")),
-            epoch=(int(info.get("aof_rewrites", 0)), int(info.get("aof_rewrite_in_progress", 0))),
-            written=written,
-            end=written + int(info.get("aof_buffer_length", 0)),
-            enabled=int(info.get("aof_enabled", 0)) == 1,
+    def of(cls, reply: list[Any]) -> AofState:
+        """From holistic/lua/aof_state.lua's reply (the INFO fields, parsed in Redis)."""
+        run_id, enabled, written, buffered, rewrites, rewriting = (
+            x.decode() if isinstance(x, bytes) else str(x) for x in reply
         )
+        return cls(
+            run_id=run_id if run_id != "0" else "",
+            epoch=(int(rewrites), int(rewriting)),
+            written=int(written),
+            end=int(written) + int(buffered),
+            enabled=int(enabled) == 1,
+        )
+
+    @classmethod
+    async def read(cls, scripts: Scripts, client: aioredis.Redis) -> AofState:
+        """The state on `client`'s connection: after the writes sent on it before."""
+        return cls.of(await scripts.aof_state(client=client))
 
 
 @dataclass
@@ -138,6 +147,7 @@ class AofBarrier:
 
     def __init__(self, r: aioredis.Redis, timeout_s: float = 10.0, interval_s: float = 0.001) -> None:
         self.r = r
+        self.scripts = Scripts(r)
         self.timeout_s = timeout_s
         self.interval_s = interval_s
         self._waiters: list[_Waiter] = []
@@ -145,9 +155,8 @@ class AofBarrier:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
-    async def wait(self, info: dict[str, Any]) -> None:
-        """Return once the writes that `info` (read after them, on their connection) covers are written."""
-        state = AofState.of(info)
+    async def wait(self, state: AofState) -> None:
+        """Return once the writes that `state` (read after them, on their connection) covers are written."""
         if not state.enabled or state.end <= state.written:  # no AOF (AofWatch warns), or nothing buffered
             return
         loop = asyncio.get_running_loop()
@@ -191,7 +200,7 @@ class AofBarrier:
             await self._wake.wait()
             current = list(self._waiters)  # their writes were answered before this INFO is sent
             try:
-                state = AofState.of(await self.r.info("server", "persistence"))
+                state = await AofState.read(self.scripts, self.r)
             except RETRYABLE as exc:
                 self._fail(current, f"redis is unreachable ({exc})")
                 await asyncio.sleep(0.05)

@@ -9,18 +9,19 @@ durability everysec on one Redis, after Redis wrote the steps to its AOF (gatewa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
-from typing import Any
+from collections.abc import AsyncIterator
 
 import redis.asyncio as aioredis
 import redis.exceptions
 from google.protobuf.message import DecodeError
 
-from gateway import columns
+from gateway import columns, wire_proof
 from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
-from gateway.durability import AofBarrier
+from gateway.durability import AofBarrier, AofState
 from gateway.quota import Quotas
 from gateway.validation import validate
 from holistic import envelope
@@ -44,14 +45,53 @@ def parse_request(raw: bytes) -> SubmitPredictionsRequest:
         ) from exc
 
 
-def group_tags(request: SubmitPredictionsRequest) -> dict[str, dict[str, int]]:
+Tags = dict[str, dict[str, int]]
+
+
+def group_tags(request: SubmitPredictionsRequest) -> Tags:
     """key -> value -> index of the first prediction carrying it, in order of appearance."""
-    tags: dict[str, dict[str, int]] = {}
+    tags: Tags = {}
     for i, p in enumerate(request.predictions):
         if p.groups:
             for key, value in p.groups.items():
                 tags.setdefault(key, {}).setdefault(value, i)
     return tags
+
+
+def tags_of(pairs: list[tuple[str, str, int]]) -> Tags:
+    """group_tags from the C proof's distinct pairs (already in order of first appearance)."""
+    tags: Tags = {}
+    for key, value, i in pairs:
+        tags.setdefault(key, {})[value] = i
+    return tags
+
+
+IDLE_CLIENTS = 64  # pinned single-connection clients kept between submits (durability everysec)
+
+
+class Incoming:
+    """A SubmitPredictions request's bytes, parsed only where the C proof could not vouch for them
+    (or where its canonical re-encoding or the walk's names are needed)."""
+
+    def __init__(self, raw: bytes, proof: wire_proof.Proof | None, now: float) -> None:
+        self.raw = raw
+        self.proof = proof
+        self.now = now
+        self._request = None if proof is not None else parse_request(raw)
+
+    @property
+    def request(self) -> SubmitPredictionsRequest:
+        if self._request is None:
+            self._request = parse_request(self.raw)
+        return self._request
+
+    @property
+    def batch_id(self) -> str:
+        return self.proof.batch_id if self.proof is not None else self.request.batch_id
+
+    @property
+    def count(self) -> int:
+        return self.proof.count if self.proof is not None else len(self.request.predictions)
 
 
 MEMORY_RETRY_S = 2.0  # Redis full: workers apply and the janitor trims; memory frees within seconds
@@ -79,15 +119,29 @@ class Ingestor:
         self.backlog = backlog
         self.quotas = quotas
         self.deployment = deployment
+        self._idle: list[aioredis.Redis] = []
+
+    def receive(self, raw: bytes) -> Incoming:
+        """The request as received: proven from its bytes in C where it can be, else parsed (InvalidArgument
+        on bytes that are not a SubmitPredictionsRequest)."""
+        now = time.time()
+        proof = wire_proof.prove(raw, self.settings, now) if self.settings.gateway_wire_proof else None
+        return Incoming(raw, proof, now)
 
     async def submit(
-        self, raw: bytes, request: SubmitPredictionsRequest, *, tenant: str = DEFAULT_TENANT, traceparent: str = ""
+        self, incoming: Incoming, *, tenant: str = DEFAULT_TENANT, traceparent: str = ""
     ) -> SubmitPredictionsResponse:
-        now = time.time()
-        deterministic = request.SerializeToString(deterministic=True)  # the content digest's bytes
-        public = columns.proven_model(request, raw, deterministic, self.settings, now) or validate(
-            request, self.settings, now, len(raw)
-        )
+        raw, proof, now = incoming.raw, incoming.proof, incoming.now
+        if proof is not None:
+            public = proof.model
+            # the content digest's bytes: the request's own where they are the canonical encoding already
+            deterministic = raw if proof.canonical else incoming.request.SerializeToString(deterministic=True)
+        else:
+            request = incoming.request
+            deterministic = request.SerializeToString(deterministic=True)
+            public = columns.proven_model(request, raw, deterministic, self.settings, now) or validate(
+                request, self.settings, now, len(raw)
+            )
         model = internal_model(tenant, public)
         shard = shard_of(model, self.settings.queue_shards)
         families = await self.deployment.for_shard(shard)
@@ -98,7 +152,7 @@ class Ingestor:
             )
         try:
             digest = hashlib.sha256(deterministic).hexdigest()
-            return await self._submit(raw, request, model, public, tenant, traceparent, now, families, digest)
+            return await self._submit(incoming, model, public, tenant, traceparent, families, digest)
         except redis.exceptions.OutOfMemoryError as exc:  # maxmemory (noeviction): nothing of this batch counted
             raise Backpressure(
                 retry_after_s=MEMORY_RETRY_S,
@@ -109,68 +163,87 @@ class Ingestor:
 
     async def _submit(
         self,
-        raw: bytes,
-        request: SubmitPredictionsRequest,
+        incoming: Incoming,
         model: str,
         public: str,
         tenant: str,
         traceparent: str,
-        now: float,
         families: tuple[str, ...],
         digest: str,
     ) -> SubmitPredictionsResponse:
-        n = len(request.predictions)
-        await self.quotas.admit(tenant, n)
-        if not await self._known(model, request.batch_id, digest):
-            await self._register_groups(model, request)  # only a new batch's tags count against the caps
+        await self.quotas.admit(tenant, incoming.count)
+        if not await self._known(model, incoming.batch_id, digest):
+            await self._register_groups(model, incoming)  # only a new batch's tags count against the caps
         if self.barrier is None:
-            stored = await self._store(self.r, request, raw, model, public, tenant, traceparent, digest, now, families)
+            stored = await self._store(self.r, incoming, model, public, tenant, traceparent, digest, families)
             return stored[0]
         for attempt in range(2):  # a connection that died with an earlier Redis is replaced once
             try:
-                async with self.pinned.client() as c:
-                    response, info = await self._store(
-                        c, request, raw, model, public, tenant, traceparent, digest, now, families
+                async with self._pinned_client() as c:
+                    response, state = await self._store(
+                        c, incoming, model, public, tenant, traceparent, digest, families
                     )
                 break
             except RETRYABLE:
                 if attempt:
                     raise
-        await self.barrier.wait(info)
+        assert state is not None
+        await self.barrier.wait(state)
         return response
+
+    @contextlib.asynccontextmanager
+    async def _pinned_client(self) -> AsyncIterator[aioredis.Redis]:
+        """A client on one connection that never retries, kept for the next submit when this one ended
+        normally (building one costs more than a round trip); on a connection error every kept one is
+        dropped, as they may all hold sockets of a Redis that is gone."""
+        c = self._idle.pop() if self._idle else await self.pinned.client().initialize()
+        ended = False
+        try:
+            yield c
+            ended = True
+        except RETRYABLE:
+            idle, self._idle = self._idle, []
+            for other in idle:
+                await other.aclose()
+            raise
+        finally:
+            if ended and len(self._idle) < IDLE_CLIENTS:
+                self._idle.append(c)
+            else:  # an error or a cancel may leave a reply unread on the connection: never reuse it
+                await c.aclose()
 
     async def _store(
         self,
         c: aioredis.Redis,
-        request: SubmitPredictionsRequest,
-        raw: bytes,
+        incoming: Incoming,
         model: str,
         public: str,
         tenant: str,
         traceparent: str,
         digest: str,
-        now: float,
         families: tuple[str, ...],
-    ) -> tuple[SubmitPredictionsResponse, dict[str, Any] | None]:
+    ) -> tuple[SubmitPredictionsResponse, AofState | None]:
         """Reserve, write, count; with the AOF barrier, on one connection and so one Redis process,
-        ending with the INFO that tells the barrier which process holds the writes and where."""
-        ingest_key = self.keys.ingest(model, request.batch_id)
+        ending with the AOF state (INFO, read in Redis) that tells the barrier which process holds the
+        writes and where."""
+        batch_id = incoming.batch_id
+        ingest_key = self.keys.ingest(model, batch_id)
         is_new, seq, stored, state, count, accept_ms = await self.scripts.ingest(
             keys=[ingest_key, self.keys.sequence(model)],
-            args=[digest, self.settings.idempotency_ttl_s, int(now * 1000), len(request.predictions)],
+            args=[digest, self.settings.idempotency_ttl_s, int(incoming.now * 1000), incoming.count],
             client=c,
         )
         stored = stored.decode() if isinstance(stored, bytes) else stored
         state = state.decode() if isinstance(state, bytes) else state
         if not is_new and stored != digest:
-            raise _reused(request.batch_id, seq)
+            raise _reused(batch_id, seq)
         response = SubmitPredictionsResponse(
-            batch_id=request.batch_id, model=public, sequence=seq, accepted_count=count, duplicate=not is_new
+            batch_id=batch_id, model=public, sequence=seq, accepted_count=count, duplicate=not is_new
         )
         response.accept_time.FromMilliseconds(int(accept_ms))
         if state != "queued":
             header = BatchEnvelope(
-                batch_id=request.batch_id,
+                batch_id=batch_id,
                 model=model,
                 sequence=seq,
                 families=families,
@@ -179,7 +252,7 @@ class Ingestor:
             )
             header.accept_time.FromMilliseconds(int(accept_ms))
             stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
-            await c.xadd(stream, envelope.fields_for(model, seq, raw, header))  # type: ignore[arg-type]
+            await c.xadd(stream, envelope.fields_for(model, seq, incoming.raw, header))  # type: ignore[arg-type]
             if self.settings.redis_cluster:
                 await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=c)
                 await c.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
@@ -187,8 +260,8 @@ class Ingestor:
                 keys = [ingest_key, self.keys.meta(model), self.keys.models(tenant)]
                 await self.scripts.mark_queued(keys=keys, args=[public], client=c)
         # a duplicate waits too: the first attempt's writes may still be unwritten
-        info = await c.info("server", "persistence") if self.barrier is not None else None
-        return response, info
+        state = await AofState.read(self.scripts, c) if self.barrier is not None else None
+        return response, state
 
     async def _known(self, model: str, batch_id: str, digest: str) -> bool:
         """Whether batch_id was seen with this content (a retry: its groups are registered already);
@@ -200,10 +273,13 @@ class Ingestor:
             raise _reused(batch_id, int(seq))
         return True
 
-    async def _register_groups(self, model: str, request: SubmitPredictionsRequest) -> None:
+    async def _register_groups(self, model: str, incoming: Incoming, exact: bool = False) -> None:
         """Cap the distinct group keys and values per model (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the
-        fairness statistics stay bounded; a batch past a cap is refused whole, naming the field."""
-        tags = group_tags(request)
+        fairness statistics stay bounded; a batch past a cap is refused whole, naming the field.
+        The C proof's tags come in wire order; past a cap, the request's own order decides what is named."""
+        proof = incoming.proof
+        exact = exact or proof is None
+        tags = group_tags(incoming.request) if exact else tags_of(proof.pairs)  # type: ignore[union-attr]
         if not tags:
             return
         s = self.settings
@@ -214,6 +290,8 @@ class Ingestor:
         reply = await self.scripts.groups(keys=keys, args=args)
         if int(reply[0]) == 0:
             return
+        if not exact:  # nothing was registered (the script is all or nothing): name it as the walk would
+            return await self._register_groups(model, incoming, exact=True)
         key = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
         if int(reply[0]) == 1:
             i = min(tags[key].values())

@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from gateway import wire_proof
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
@@ -114,6 +115,8 @@ class Gateway:
             self.aof = AofWatch(self.r)
             self.barrier = AofBarrier(self.r)
             self.pinned = async_client(s, retry=Retry(NoBackoff(), 0), max_connections=256)
+        if s.gateway_wire_proof:
+            wire_proof.warn_if_missing()
         ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.deployment, self.barrier, self.pinned)
         service = EvaluationService(ingestor, reader, self.hub, self.tokens)
         self.server = grpc.aio.server(

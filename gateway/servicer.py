@@ -10,7 +10,7 @@ import redis
 
 from gateway import perturb, status, wire
 from gateway.auth import bearer_token
-from gateway.ingest import Ingestor, parse_request
+from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
 from gateway.watch import WatchHub
@@ -65,10 +65,10 @@ class EvaluationService:
         traceparent = _traceparent(context)
         try:
             self.ingestor.backlog.check()  # refuse before parsing: overload must not spend CPU on it
-            request = parse_request(raw)
-            n = len(request.predictions)
+            incoming = self.ingestor.receive(raw)
+            n = incoming.count
             tenant = self._tenant(context)
-            response = await self.ingestor.submit(raw, request, tenant=tenant, traceparent=traceparent)
+            response = await self.ingestor.submit(incoming, tenant=tenant, traceparent=traceparent)
         except (HolisticError, redis.RedisError, ConnectionError) as exc:
             why = status.reason(exc)
             PREDICTIONS.labels("rejected", why).inc(n)

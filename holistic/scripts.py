@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 LUA_DIR = Path(__file__).parent / "lua"
-NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups")
+NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state")
 
 
 @cache
@@ -28,3 +28,4 @@ class Scripts:
         self.replay = client.register_script(source("replay"))
         self.rate = client.register_script(source("rate"))
         self.groups = client.register_script(source("groups"))
+        self.aof_state = client.register_script(source("aof_state"))

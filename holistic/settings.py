@@ -65,6 +65,11 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='Per tenant, JSON: {"team-a": {"predictions_per_s": 5000, "backlog_share": 0.5}}.',
     )
+    gateway_wire_proof: bool = Field(
+        default=True,
+        description="Prove a batch valid from its bytes in C (gateway/_wireproof.c) before the Python checks; "
+        "false: always the Python path (for comparison; the answers are the same).",
+    )
     max_batch_predictions: int = Field(default=1000, ge=1, le=100_000)
     max_text_bytes: int = Field(default=1 << 20, ge=1024, description="Per text field (input, output, ...).")
     max_references: int = Field(default=64, ge=1)

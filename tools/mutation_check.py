@@ -31,6 +31,8 @@ DONE_BIT_TESTS = ["tests/metric_services/test_done_bit.py", *WORKQUEUE_TESTS]
 SUBMIT_TESTS = ["tests/gateway/test_submit.py"]
 VALIDATION_TESTS = ["tests/gateway/test_validation.py"]
 COLUMN_TESTS = ["tests/gateway/test_columns.py"]
+PROOF_TESTS = ["tests/gateway/test_wire_proof.py"]
+PROOF = "gateway/_wireproof.c"
 KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
 COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
 
@@ -134,6 +136,36 @@ MUTANTS = [
            COLUMN_TESTS, "a prediction with too many references is proven valid"),
     Mutant("columns-ttft-pairs", "gateway/columns.py", "and (fs, fn) <= (ls, ln)", "",
            COLUMN_TESTS, "time to first token after latency is proven valid when every timing has both"),
+    Mutant("proof-ids-unique", PROOF, "&& !set_add(&b->ids, id)) return 0;", ") set_add(&b->ids, id);",
+           PROOF_TESTS, "a repeated prediction id is proven valid"),
+    Mutant("proof-scenario-required", PROOF, "|| !has_scenario) return 0;", "|| (0 && !has_scenario)) return 0;",
+           PROOF_TESTS, "a prediction without a scenario is proven valid"),
+    Mutant("proof-field-twice", PROOF, "if (seen & (1u << number) && !(REPEATED_FIELDS & (1u << number))) return 0;",
+           "", PROOF_TESTS, "a field sent twice (the last wins in the real parse) is proven from its first value"),
+    Mutant("proof-late-model", PROOF, "if (seen & (1u << 3)) return 0;", "", PROOF_TESTS,
+           "the request's model after predictions naming another is proven valid"),
+    Mutant("proof-choice-sum", PROOF, "if (choices.n && !(", "if (0 && !(", PROOF_TESTS,
+           "choice probabilities that do not sum to 1 are proven valid"),
+    Mutant("proof-ranking-task", PROOF, "if ((task == 6) != has_ranking)", "if (0 && (task == 6) != has_ranking)",
+           PROOF_TESTS,
+           "a ranking on another task, or a ranking task without one, is proven valid"),
+    Mutant("proof-order-membership", PROOF, "if (set_add(&docs, order[i])) goto out;", "", PROOF_TESTS,
+           "a ranking's order naming a document it does not have is proven valid"),
+    Mutant("proof-relevance-integer", PROOF, "x != (double)(int64_t)x ||", "", PROOF_TESTS,
+           "a fractional relevance judgment is proven valid"),
+    Mutant("proof-map-sort", PROOF, "(c == 0 && a.n > b.n)", "(c == 0 && a.n < b.n)", PROOF_TESTS,
+           "map entries sorted otherwise than upb sorts them are taken as canonical (a wrong content digest)"),
+    Mutant("proof-explicit-default", PROOF, "if (s.n == 0 && number != 8) r.canonical = 0;", "", PROOF_TESTS,
+           "an empty input sent explicitly is taken as canonical (a wrong content digest)"),
+    Mutant("proof-explicit-zero", PROOF, "if (v == 0) r.canonical = 0;", "", PROOF_TESTS,
+           "a duration's zero nanos sent explicitly is taken as canonical (a wrong content digest)"),
+    Mutant("proof-utf8-surrogate", PROOF, "(c == 0xED && p[1] > 0x9F)", "0", PROOF_TESTS,
+           "a surrogate (not UTF-8) in a text is proven, and the gateway stores what the parse refuses"),
+    Mutant("proof-utf8-texts", PROOF, "if (s.n > b->max_text || !utf8(s)) return 0;",
+           "if (s.n > b->max_text) return 0;", PROOF_TESTS, "an input or output that is not UTF-8 is proven"),
+    Mutant("proof-not-used", "gateway/ingest.py", "if self.settings.gateway_wire_proof else None",
+           "if False else None", ["tests/gateway/test_wire_proof.py::test_the_gateway_uses_it"],
+           "the gateway never uses the proof"),
     Mutant("tenant-reads-unbounded", "holistic/settings.py",
            "tenant_concurrent_reads: int = Field(default=4,", "tenant_concurrent_reads: int = Field(default=1000,",
            ["tests/gateway/test_noisy_neighbour.py"], "one tenant's reads take the gateway from another"),
@@ -149,6 +181,11 @@ def run(m: Mutant, python: str, timeout_s: float) -> tuple[str, float, str]:
         if text.count(m.old) != 1:
             return "broken", 0.0, f"the edit matches {text.count(m.old)} times in {m.path}"
         target.write_text(text.replace(m.old, m.new))
+        if m.path.endswith(".c"):  # the extension the tests load is the mutant's
+            build = [python, "tools/build_native.py", "--force"]
+            built = subprocess.run(build, cwd=copy, capture_output=True, text=True)
+            if built.returncode:
+                return "broken", 0.0, built.stderr[-500:]
         env = dict(
             os.environ, PYTHONPATH=os.pathsep.join(str(copy / p) for p in (".", "clients/python", "clients/web"))
         )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import grpc
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential_jitter
@@ -102,6 +103,7 @@ class Client:
             grpc.secure_channel(target, credentials, options) if credentials else grpc.insecure_channel(target, options)
         )
         self.stub = es_grpc.EvaluationServiceStub(self.channel)
+        self._submit = submit_method(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
@@ -156,7 +158,7 @@ class Client:
         """Submit one batch; retried safely, since the same batch_id and content is idempotent."""
         request = es.SubmitPredictionsRequest(model=model, predictions=predictions)
         request.batch_id = batch_id or content_batch_id(request)
-        return self._call(self.stub.SubmitPredictions, request)  # type: ignore[return-value]
+        return self._call(self._submit, request)  # type: ignore[return-value]
 
     def submit_lines(
         self,
@@ -262,6 +264,22 @@ def tls_credentials(
         root_certificates=Path(ca).read_bytes() if ca else None,
         private_key=Path(key).read_bytes() if key else None,
         certificate_chain=Path(cert).read_bytes() if cert else None,
+    )
+
+
+SUBMIT_METHOD = "/holistic.v1.EvaluationService/SubmitPredictions"
+
+
+def canonical_bytes(request: es.SubmitPredictionsRequest) -> bytes:
+    """The deterministic encoding (map entries sorted): the gateway proves such bytes valid in C and
+    digests them as they are, without parsing them in Python (about 2.5x the batches a second)."""
+    return request.SerializeToString(deterministic=True)
+
+
+def submit_method(channel: Any) -> Any:
+    """SubmitPredictions on a grpc or grpc.aio channel, sending canonical_bytes."""
+    return channel.unary_unary(
+        SUBMIT_METHOD, request_serializer=canonical_bytes, response_deserializer=es.SubmitPredictionsResponse.FromString
     )
 
 

@@ -36,6 +36,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import prediction_pb2 as pb
+from holistic_client.client import submit_method
 from holistic_client.errors import from_rpc_error, retry_delay_s
 from holistic_client.otlp.mapping import TASKS, Defaults, Unusable, attributes, is_genai, to_prediction
 
@@ -113,6 +114,7 @@ class TraceReceiver(ts_grpc.TraceServiceServicer):
         else:
             self.channel = grpc.aio.insecure_channel(settings.target, options)
         self.stub = es_grpc.EvaluationServiceStub(self.channel)
+        self._submit_call = submit_method(self.channel)
 
     async def Export(
         self, request: ts.ExportTraceServiceRequest, context: grpc.aio.ServicerContext
@@ -163,9 +165,7 @@ class TraceReceiver(ts_grpc.TraceServiceServicer):
         while chunk:
             request = es.SubmitPredictionsRequest(batch_id=batch_id(model, chunk), model=model, predictions=chunk)
             try:
-                reply = await self.stub.SubmitPredictions(
-                    request, metadata=metadata, timeout=max(deadline - loop.time(), 0.1)
-                )
+                reply = await self._submit_call(request, metadata=metadata, timeout=max(deadline - loop.time(), 0.1))
             except grpc.aio.AioRpcError as err:
                 code = err.code()
                 if code == grpc.StatusCode.ALREADY_EXISTS:  # these span ids were accepted before: counted once
