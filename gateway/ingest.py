@@ -1,18 +1,25 @@
 """SubmitPredictions: validate, dedupe by batch_id, give a sequence number, write ONCE to the stream.
 
-Cluster-safe in three steps (each single-slot): ingest.lua reserves a per-model sequence number
-(or returns the earlier answer); XADD writes the batch; mark_queued.lua counts it once. A crash
-between the steps leaves the reservation, and the client's retry re-adds the batch with the same
-sequence number, which workers apply once. The answer goes out only after XADD returned and, with
-durability everysec on one Redis, after Redis wrote the steps to its AOF (gateway/durability.py).
+Two steps on one Redis: ingest.lua reserves a per-model sequence number (or returns the earlier
+answer); enqueue.lua adds the batch to the work stream and counts it, atomically, only while it is
+reserved. A crash between the steps leaves the reservation, and the client's retry enqueues the batch
+with the same sequence number. A cluster keeps the stream in another slot, so there the second step
+is two (each single-slot): XADD, then mark_queued.lua counts it once; a crash between them re-adds the
+batch on retry, which workers apply once. The answer goes out only after the batch is on the stream
+and, with durability everysec on one Redis, after Redis wrote the steps to its AOF
+(gateway/durability.py). A new batch's group tags are registered before (groups.lua, which also
+recognises a retried batch_id): Redis round trips per new batch: groups (when it has tags), ingest,
+enqueue with the AOF state pipelined behind it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -28,7 +35,7 @@ from holistic import envelope
 from holistic.errors import AlreadyExists, Backpressure, FieldViolation, InvalidArgument, Unavailable
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.redis_conn import RETRYABLE
+from holistic.redis_conn import RETRYABLE, pipelined
 from holistic.scripts import Scripts
 from holistic.settings import Settings
 from holistic.tenants import DEFAULT_TENANT, internal_model
@@ -172,8 +179,7 @@ class Ingestor:
         digest: str,
     ) -> SubmitPredictionsResponse:
         await self.quotas.admit(tenant, incoming.count)
-        if not await self._known(model, incoming.batch_id, digest):
-            await self._register_groups(model, incoming)  # only a new batch's tags count against the caps
+        await self._register_groups(model, incoming, digest)  # only a new batch's tags count against the caps
         if self.barrier is None:
             stored = await self._store(self.r, incoming, model, public, tenant, traceparent, digest, families)
             return stored[0]
@@ -252,30 +258,45 @@ class Ingestor:
             )
             header.accept_time.FromMilliseconds(int(accept_ms))
             stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
-            await c.xadd(stream, envelope.fields_for(model, seq, incoming.raw, header))  # type: ignore[arg-type]
+            fields = envelope.fields_for(model, seq, incoming.raw, header)
             if self.settings.redis_cluster:
+                await c.xadd(stream, fields)  # type: ignore[arg-type]
                 await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=c)
                 await c.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
             else:
-                keys = [ingest_key, self.keys.meta(model), self.keys.models(tenant)]
-                await self.scripts.mark_queued(keys=keys, args=[public], client=c)
+                keys = [ingest_key, self.keys.meta(model), self.keys.models(tenant), stream]
+                args = [public, *itertools.chain.from_iterable(fields.items())]
+                if self.barrier is not None:  # the AOF state behind it, in the same round trip
+                    return response, await self._enqueue_then_state(c, keys, args)
+                await self.scripts.enqueue(keys=keys, args=args, client=c)
         # a duplicate waits too: the first attempt's writes may still be unwritten
         state = await AofState.read(self.scripts, c) if self.barrier is not None else None
         return response, state
 
-    async def _known(self, model: str, batch_id: str, digest: str) -> bool:
-        """Whether batch_id was seen with this content (a retry: its groups are registered already);
-        AlreadyExists when it was seen with other content, before any tag is registered."""
-        seq, stored = await self.r.hmget(self.keys.ingest(model, batch_id), "seq", "hash")  # type: ignore[misc]
-        if stored is None:
-            return False
-        if (stored.decode() if isinstance(stored, bytes) else stored) != digest:
-            raise _reused(batch_id, int(seq))
-        return True
+    async def _enqueue_then_state(self, c: aioredis.Redis, keys: list[str], args: list[Any]) -> AofState:
+        """enqueue.lua, then the AOF state, sent together on the pinned connection (in order: the state
+        is read after the batch's writes)."""
+        enqueue, aof_state = self.scripts.enqueue, self.scripts.aof_state
+        for attempt in range(2):
+            queued, reply = await pipelined(
+                c, ("EVALSHA", enqueue.sha, len(keys), *keys, *args), ("EVALSHA", aof_state.sha, 0)
+            )
+            missing = [x for x in (queued, reply) if isinstance(x, redis.exceptions.NoScriptError)]
+            if missing and not attempt:  # a restarted Redis forgot the scripts: load them, send again
+                for script in (enqueue, aof_state):
+                    await c.script_load(script.script)
+                continue
+            for answer in (queued, reply):
+                if isinstance(answer, Exception):
+                    raise answer
+            return AofState.of(reply)
+        raise AssertionError("unreachable")
 
-    async def _register_groups(self, model: str, incoming: Incoming, exact: bool = False) -> None:
+    async def _register_groups(self, model: str, incoming: Incoming, digest: str, exact: bool = False) -> None:
         """Cap the distinct group keys and values per model (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the
-        fairness statistics stay bounded; a batch past a cap is refused whole, naming the field.
+        fairness statistics stay bounded; a batch past a cap is refused whole, naming the field. A
+        batch_id seen before registers nothing: a retry (its tags counted when it was new) passes, other
+        content under it is AlreadyExists. Without tags, ingest.lua tells the two apart.
         The C proof's tags come in wire order; past a cap, the request's own order decides what is named."""
         proof = incoming.proof
         exact = exact or proof is None
@@ -283,17 +304,21 @@ class Ingestor:
         if not tags:
             return
         s = self.settings
-        args: list[str | int] = [s.max_group_keys, s.max_group_values]
+        args: list[str | int] = [digest, s.max_group_keys, s.max_group_values]
         for key, values in tags.items():
             args += [key, len(values), *values]
-        keys = [self.keys.group_keys(model)] + [self.keys.group_values(model, k) for k in tags]
+        keys = [self.keys.ingest(model, incoming.batch_id), self.keys.group_keys(model)]
+        keys += [self.keys.group_values(model, k) for k in tags]
         reply = await self.scripts.groups(keys=keys, args=args)
-        if int(reply[0]) == 0:
+        verdict = int(reply[0])
+        if verdict in (0, 3):  # registered, or a retry
             return
+        if verdict == 4:
+            raise _reused(incoming.batch_id, int(reply[1]))
         if not exact:  # nothing was registered (the script is all or nothing): name it as the walk would
-            return await self._register_groups(model, incoming, exact=True)
+            return await self._register_groups(model, incoming, digest, exact=True)
         key = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
-        if int(reply[0]) == 1:
+        if verdict == 1:
             i = min(tags[key].values())
             why = f"would be group key number {s.max_group_keys + 1} of model {model!r}; at most "
             why += f"{s.max_group_keys} distinct keys (HOLISTIC_MAX_GROUP_KEYS)"

@@ -63,3 +63,21 @@ def async_client(settings: Settings, wait_s: float | None = None, **kwargs: Any)
         )
         return aioredis.Redis(connection_pool=pool)
     return aioredis.Redis.from_url(_url(settings), health_check_interval=30, max_connections=max_connections, **common)
+
+
+async def pipelined(c: aioredis.Redis, *commands: tuple[Any, ...]) -> list[Any]:
+    """Send commands together on a single-connection client's own connection and read every reply
+    (an error reply is returned, not raised, so no reply is left unread). redis-py's pipeline would
+    take another connection from the pool, maybe to another Redis process: a pinned submit's writes
+    and the AOF state that covers them must travel on one."""
+    conn = c.connection
+    if conn is None:
+        raise TypeError("pipelined() needs a single-connection client (Redis.client())")
+    await conn.send_packed_command(conn.pack_commands(commands))
+    replies: list[Any] = []
+    for _ in commands:
+        try:
+            replies.append(await conn.read_response())
+        except redis.exceptions.ResponseError as exc:
+            replies.append(exc)
+    return replies

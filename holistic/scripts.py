@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 LUA_DIR = Path(__file__).parent / "lua"
-NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state")
+NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "enqueue")
 
 
 @cache
@@ -29,3 +29,4 @@ class Scripts:
         self.rate = client.register_script(source("rate"))
         self.groups = client.register_script(source("groups"))
         self.aof_state = client.register_script(source("aof_state"))
+        self.enqueue = client.register_script(source("enqueue"))

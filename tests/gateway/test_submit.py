@@ -210,3 +210,20 @@ def test_mark_queued_counts_a_batch_once(client, r):
     assert Scripts(r).mark_queued(keys=keys, args=["m1"]) == 0
     meta = r.hgetall(KEYS.meta("m1"))
     assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"
+
+
+def test_enqueue_adds_and_counts_a_batch_once(client, r):
+    """enqueue.lua (one Redis) puts a batch on the stream and counts it only while it is reserved: a
+    second call, as from two retries of one reserved batch in flight at once, adds and counts nothing."""
+    client.submit(batch(3), batch_id="b-1", model="m1")
+    stream = KEYS.stream_for(0)
+    assert r.xlen(stream) == 1
+    keys = [KEYS.ingest("m1", "b-1"), KEYS.meta("m1"), KEYS.models(), stream]
+    assert Scripts(r).enqueue(keys=keys, args=["m1", "v", "1", "e", b"again"]) == 0
+    assert r.xlen(stream) == 1
+    meta = r.hgetall(KEYS.meta("m1"))
+    assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"
+    r.hset(KEYS.ingest("m1", "b-1"), "state", "reserved")  # as a crash after ingest.lua leaves it
+    assert Scripts(r).enqueue(keys=keys, args=["m1", "v", "1", "e", b"again"]) == 1
+    assert r.xlen(stream) == 2 and r.hget(KEYS.ingest("m1", "b-1"), "state") == b"queued"
+    assert r.hget(KEYS.meta("m1"), "accepted_batches") == b"2"
