@@ -183,7 +183,7 @@ typedef struct {
 static int set_init(SpanSet *set, size_t expected) {
     size_t size = 16;
     while (size < expected * 2) size <<= 1;
-    set->slots = PyMem_Calloc(size, sizeof(Span));
+    set->slots = PyMem_RawCalloc(size, sizeof(Span));
     set->mask = size - 1;
     return set->slots != NULL;
 }
@@ -295,13 +295,13 @@ static int add_pair(Batch *b, Span key, Span value, Py_ssize_t index) {
     if (!is_name(key, 64) || !is_name(value, 64)) return 0;
     if (b->n_pairs == b->cap_pairs) { /* grow the pairs and their table (a quarter full at most) together */
         Py_ssize_t cap = b->cap_pairs ? b->cap_pairs * 2 : 16;
-        Pair *grown = PyMem_Realloc(b->pairs, cap * sizeof(Pair));
+        Pair *grown = PyMem_RawRealloc(b->pairs, cap * sizeof(Pair));
         if (grown == NULL) return 0;
         b->pairs = grown;
         b->cap_pairs = cap;
-        PyMem_Free(b->pair_slots);
+        PyMem_RawFree(b->pair_slots);
         b->pair_mask = (size_t)cap * 4 - 1;
-        b->pair_slots = PyMem_Calloc(b->pair_mask + 1, sizeof(Py_ssize_t));
+        b->pair_slots = PyMem_RawCalloc(b->pair_mask + 1, sizeof(Py_ssize_t));
         if (b->pair_slots == NULL) return 0;
         for (Py_ssize_t i = 0; i < b->n_pairs; i++)
             b->pair_slots[pair_slot(b, b->pairs[i].key, b->pairs[i].value)] = i + 1;
@@ -419,7 +419,7 @@ static int ranking(Reader r, Py_ssize_t max_docs, int *judgments_only) {
         if (wire != 2 || !bytes_field(&r, &s)) goto out;
         if (number == 1) {
             if (n_ids == max_docs) goto out;
-            if (ids == NULL && (ids = PyMem_Malloc(cap * sizeof(Span))) == NULL) goto out;
+            if (ids == NULL && (ids = PyMem_RawMalloc(cap * sizeof(Span))) == NULL) goto out;
             int got = document(sub(&r, s), &ids[n_ids], &scores, &outputs, &relevances);
             if (!got) goto out;
             if (got == 2) r.canonical = 0;
@@ -427,7 +427,7 @@ static int ranking(Reader r, Py_ssize_t max_docs, int *judgments_only) {
         } else {
             if (n_order == order_cap) {
                 order_cap = order_cap ? order_cap * 2 : 16;
-                Span *grown = PyMem_Realloc(order, order_cap * sizeof(Span));
+                Span *grown = PyMem_RawRealloc(order, order_cap * sizeof(Span));
                 if (grown == NULL) goto out;
                 order = grown;
             }
@@ -452,10 +452,10 @@ static int ranking(Reader r, Py_ssize_t max_docs, int *judgments_only) {
     *judgments_only = form ? form == 4 : (!n_order && !scores && !outputs);
     ok = r.canonical ? 1 : 2;
 out:
-    PyMem_Free(ids);
-    PyMem_Free(order);
-    PyMem_Free(docs.slots);
-    PyMem_Free(named.slots);
+    PyMem_RawFree(ids);
+    PyMem_RawFree(order);
+    PyMem_RawFree(docs.slots);
+    PyMem_RawFree(named.slots);
     return ok;
 }
 
@@ -662,6 +662,8 @@ static PyObject *prove(PyObject *self, PyObject *args) {
     Py_ssize_t count = 0;
     Span batch_id = {NULL, 0};
     int ok;
+    /* Without the GIL (the bytes object is immutable): no Python API in here, and every allocation is
+     * PyMem_Raw*, the allocator that is safe without it. */
     Py_BEGIN_ALLOW_THREADS
     ok = request(&b, r, max_batch, &count, &batch_id);
     Py_END_ALLOW_THREADS
@@ -683,9 +685,9 @@ static PyObject *prove(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(s#s#NnN)", b.model.p, b.model.n, batch_id.p, batch_id.n, PyBool_FromLong(b.canonical),
                            count, pairs);
 done:
-    PyMem_Free(b.ids.slots);
-    PyMem_Free(b.pairs);
-    PyMem_Free(b.pair_slots);
+    PyMem_RawFree(b.ids.slots);
+    PyMem_RawFree(b.pairs);
+    PyMem_RawFree(b.pair_slots);
     PyBuffer_Release(&raw);
     return result;
 }
