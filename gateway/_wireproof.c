@@ -174,10 +174,11 @@ static uint64_t hash(Span s) {
     return h;
 }
 
-/* A set of byte strings, open addressing; holds spans into the request. */
+/* A set of byte strings, open addressing, at most half full (it grows); holds spans into the request. */
 typedef struct {
     Span *slots;
     size_t mask;
+    size_t count;
 } SpanSet;
 
 static int set_init(SpanSet *set, size_t expected) {
@@ -185,17 +186,32 @@ static int set_init(SpanSet *set, size_t expected) {
     while (size < expected * 2) size <<= 1;
     set->slots = PyMem_RawCalloc(size, sizeof(Span));
     set->mask = size - 1;
+    set->count = 0;
     return set->slots != NULL;
 }
 
-/* 1: added; 0: already there */
-static int set_add(SpanSet *set, Span s) {
+static Span *set_slot(const SpanSet *set, Span s) {
     size_t i = (size_t)hash(s) & set->mask;
-    while (set->slots[i].p != NULL) {
-        if (same(set->slots[i], s)) return 0;
-        i = (i + 1) & set->mask;
+    while (set->slots[i].p != NULL && !same(set->slots[i], s)) i = (i + 1) & set->mask;
+    return &set->slots[i];
+}
+
+/* 1: added; 0: already there; -1: out of memory */
+static int set_add(SpanSet *set, Span s) {
+    Span *slot = set_slot(set, s);
+    if (slot->p != NULL) return 0;
+    if ((set->count + 1) * 2 > set->mask + 1) { /* keep it at most half full: a free slot always ends a probe */
+        SpanSet bigger;
+        if (!set_init(&bigger, set->count + 1)) return -1;
+        for (size_t i = 0; i <= set->mask; i++)
+            if (set->slots[i].p != NULL) *set_slot(&bigger, set->slots[i]) = set->slots[i];
+        bigger.count = set->count;
+        PyMem_RawFree(set->slots);
+        *set = bigger;
+        slot = set_slot(set, s);
     }
-    set->slots[i] = s;
+    *slot = s;
+    set->count++;
     return 1;
 }
 
@@ -437,13 +453,13 @@ static int ranking(Reader r, Py_ssize_t max_docs, int *judgments_only) {
     }
     if (!set_init(&docs, (size_t)n_ids)) goto out;
     for (Py_ssize_t i = 0; i < n_ids; i++)
-        if (!set_add(&docs, ids[i])) goto out; /* a document id twice */
+        if (set_add(&docs, ids[i]) != 1) goto out; /* a document id twice */
     if (n_order) {
         if (form != 0 && form != 1) goto out;
         if (!set_init(&named, (size_t)n_order)) goto out;
         for (Py_ssize_t i = 0; i < n_order; i++) {
-            if (set_add(&docs, order[i])) goto out;   /* not among the documents */
-            if (!set_add(&named, order[i])) goto out; /* named twice */
+            if (set_add(&docs, order[i]) != 0) goto out; /* not among the documents */
+            if (set_add(&named, order[i]) != 1) goto out; /* named twice */
         }
     }
     if (form == 2 && n_ids && !scores) goto out;
@@ -595,7 +611,7 @@ static int prediction(Batch *b, Reader r, Py_ssize_t index) {
     if (id.p == NULL || !has_task || !has_scenario) return 0;
     if ((task == 6) != has_ranking) return 0;  /* a ranking is for TASK_RANKING, and required there */
     /* judgments may follow their ranking, even in one batch: their id is not unique (nor counted) */
-    if (!(task == 6 && judgments_only) && !set_add(&b->ids, id)) return 0;  /* duplicates an earlier id */
+    if (!(task == 6 && judgments_only) && set_add(&b->ids, id) != 1) return 0;  /* duplicates an earlier id */
     if (has_perturbation && same(original, id)) return 0;
     if (choices.n && !(choices.total - 1.0 <= PROBABILITY_SUM_TOLERANCE && 1.0 - choices.total <= PROBABILITY_SUM_TOLERANCE))
         return 0;
@@ -651,7 +667,7 @@ static PyObject *prove(PyObject *self, PyObject *args) {
     b.max_docs = max_docs;
     b.latest_s = latest_s;
     b.canonical = 1;
-    Py_ssize_t expected = raw.len / 64 + 1;
+    Py_ssize_t expected = raw.len / 256 + 1; /* a guess: the set grows */
     if (expected > max_batch) expected = max_batch;
     PyObject *result = NULL;
     if (!set_init(&b.ids, (size_t)expected)) {

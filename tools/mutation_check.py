@@ -170,6 +170,8 @@ MUTANTS = [
            "a surrogate (not UTF-8) in a text is proven, and the gateway stores what the parse refuses"),
     Mutant("proof-utf8-texts", PROOF, "if (s.n > b->max_text || !utf8(s)) return 0;",
            "if (s.n > b->max_text) return 0;", PROOF_TESTS, "an input or output that is not UTF-8 is proven"),
+    Mutant("proof-set-fixed", PROOF, "if ((set->count + 1) * 2 > set->mask + 1) {", "if (0) {", PROOF_TESTS,
+           "the id set does not grow: a batch of many small predictions hangs the gateway"),
     Mutant("proof-not-used", "gateway/ingest.py", "if self.settings.gateway_wire_proof else None",
            "if False else None", ["tests/gateway/test_wire_proof.py::test_the_gateway_uses_it"],
            "the gateway never uses the proof"),

@@ -549,3 +549,23 @@ def test_the_python_client_sends_canonical_bytes(make_gateway, monkeypatch):
         reply = client.submit(preds, model="m-a", batch_id="canonical-1")
         assert reply.accepted_count == 40 and not reply.duplicate
         assert client.submit(preds, model="m-a", batch_id="canonical-1").duplicate
+
+
+@pytest.mark.timeout(60, method="thread")  # a hang in C never returns to Python for a signal
+def test_many_tiny_predictions_are_proven():
+    """A batch of many small predictions (more ids than its bytes suggest) is proven, and a repeated id
+    among them found: the id set grows (a fixed-size one hung here, a request of 12 KB)."""
+    limits = LIMITS.model_copy(update={"max_batch_predictions": 20_000})
+    for n in (1000, 20_000):
+        preds = [pb.Prediction(id=str(i), scenario="s", task=pb.TASK_OPEN_QA) for i in range(n)]
+        raw = SubmitPredictionsRequest(batch_id="b", model="m", predictions=preds).SerializeToString()
+        proof = wire_proof.prove(raw, limits, NOW)
+        assert proof is not None and proof.count == n
+        preds[-1].id = str(n // 2)
+        raw = SubmitPredictionsRequest(batch_id="b", model="m", predictions=preds).SerializeToString()
+        assert wire_proof.prove(raw, limits, NOW) is None
+    ranked = pb.Prediction(id="r", scenario="s", task=pb.TASK_RANKING)
+    ranked.ranking.documents.extend(pb.RankedDocument(id=str(i), score=1.0) for i in range(1000))
+    ranked.ranking.order.extend(str(i) for i in reversed(range(1000)))
+    raw = SubmitPredictionsRequest(batch_id="b", model="m", predictions=[ranked]).SerializeToString()
+    assert wire_proof.prove(raw, limits.model_copy(update={"max_ranking_documents": 1000}), NOW) is not None
