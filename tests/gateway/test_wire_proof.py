@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError
 
 from gateway import wire_proof
 from gateway.ingest import group_tags, tags_of
+from gateway.wire import _varint
 from holistic.keys import Keys
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
@@ -131,30 +132,19 @@ def _fields(message: bytes) -> list[bytes]:
     out, i = [], 0
     while i < len(message):
         start = i
-        key, i = _read_varint(message, i)
+        key, i = _varint(message, i)
         wire_type = key & 7
         if wire_type == 0:
-            _, i = _read_varint(message, i)
+            _, i = _varint(message, i)
         elif wire_type == 1:
             i += 8
         elif wire_type == 5:
             i += 4
         else:
-            n, i = _read_varint(message, i)
+            n, i = _varint(message, i)
             i += n
         out.append(message[start:i])
     return out
-
-
-def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i
-        shift += 7
 
 
 def _request(preds: list[bytes], model: bytes = b"m-a") -> bytes:
@@ -200,7 +190,7 @@ def test_reencodings_are_proven_only_where_validate_agrees_and_canonical_only_wh
 def _in_place(message: bytes, number: int, field: bytes) -> bytes:
     """message with field inserted where a canonical encoding would put field `number`."""
     fields = _fields(message)
-    at = next((i for i, f in enumerate(fields) if _read_varint(f, 0)[0] >> 3 > number), len(fields))
+    at = next((i for i, f in enumerate(fields) if _varint(f, 0)[0] >> 3 > number), len(fields))
     return b"".join([*fields[:at], field, *fields[at:]])
 
 
@@ -225,7 +215,7 @@ def test_explicit_defaults_are_proven_but_not_canonical():
 
 
 def _fields_without(message: bytes, number: int) -> bytes:
-    return b"".join(f for f in _fields(message) if _read_varint(f, 0)[0] >> 3 != number)
+    return b"".join(f for f in _fields(message) if _varint(f, 0)[0] >> 3 != number)
 
 
 def test_map_entries_in_any_order_are_proven_and_canonical_only_sorted():
