@@ -160,6 +160,8 @@ class Family(Protocol):
 
     # Optional: `describe_axis(signature) -> str`, appended to the family's dimension definitions once the
     # profile knows the signature its workers recorded (toxicity names the classifier's label).
+    # Optional: `share(memo: holistic.shared_memo.SharedMemo) -> None`, called by a worker after `prepare`
+    # with a memo bound to the family's name: values its replicas compute once between them.
 
 
 class FamilyBase:

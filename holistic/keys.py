@@ -89,3 +89,13 @@ class Keys:
     def updates(self, model: str) -> str:
         """STREAM (capped, no group): one entry per applied batch, for WatchProfile."""
         return f"{self._model(model)}:updates"
+
+    # --- shared between a family's replicas ---------------------------------------------------
+    def memo(self, family: str, namespace: str, digest: bytes) -> str:
+        """STRING with a TTL: a value the family's replicas compute once between them
+        (holistic/shared_memo.py); `namespace` names what else determines it (a model's hash)."""
+        return f"{self.prefix}:memo:{family}:{namespace}:{digest.hex()}"
+
+    def memo_claim(self, family: str, namespace: str, digest: bytes) -> str:
+        """STRING with a short TTL (the lease): the consumer computing that memo value now."""
+        return f"{self.prefix}:memo-claim:{family}:{namespace}:{digest.hex()}"

@@ -32,6 +32,7 @@ from holistic.read_pace import ReadPace
 from holistic.redis_conn import RETRYABLE
 from holistic.registry import load_family
 from holistic.settings import Settings
+from holistic.shared_memo import SharedMemo
 from holistic.signature import signature_id
 from holistic.stats import Stats
 from holistic.workqueue import WorkQueue
@@ -99,6 +100,9 @@ class Worker:
         self.r = client
         self.group = self.family.name
         self.consumer = consumer or f"{self.group}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        share = getattr(self.family, "share", None)
+        if share is not None:  # optional: values this family's replicas compute once between them
+            share(SharedMemo(client, self.keys, self.group, owner=self.consumer))
         self.faults = faults or Faults(settings.faults)
         self.middleware: list[Middleware] = (
             middleware if middleware is not None else [Prometheus(), Logs(), FaultInjection(self.faults)]

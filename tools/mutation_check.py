@@ -35,6 +35,11 @@ PROOF_TESTS = ["tests/gateway/test_wire_proof.py"]
 PROOF = "gateway/_wireproof.c"
 KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
 COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
+MEMO_TESTS = ["tests/holistic/test_shared_memo.py"]
+ENCODER_TESTS = [
+    "tests/metric_services/summarization/test_encoder.py",
+    "tests/metric_services/summarization/test_pipeline.py",
+]
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,22 @@ MUTANTS = [
     Mutant("tenant-reads-unbounded", "holistic/settings.py",
            "tenant_concurrent_reads: int = Field(default=4,", "tenant_concurrent_reads: int = Field(default=1000,",
            ["tests/gateway/test_noisy_neighbour.py"], "one tenant's reads take the gateway from another"),
+    Mutant("memo-claims-everything", "holistic/shared_memo.py",
+           "return {i for i, ok in zip(part, pipe.execute(), strict=True) if ok}",
+           "pipe.execute()\n        return set(part)", MEMO_TESTS,
+           "a replica computes keys a sibling claimed: the replicas embed each article twice"),
+    Mutant("memo-not-stored", "holistic/shared_memo.py", "pipe.set(value_keys[i], out[i], px=self.ttl_s * 1000)",
+           "pipe.get(value_keys[i])", MEMO_TESTS, "values are computed but never stored for the siblings"),
+    Mutant("memo-lease-never-lapses", "holistic/shared_memo.py",
+           "lapsed = [i for i, h in zip(pending, held, strict=True) if not h]",
+           "lapsed = []", MEMO_TESTS, "a key claimed by a dead replica is waited on until the deadline"),
+    Mutant("memo-oom-keeps-claims", "holistic/shared_memo.py",
+           "self.client.delete(*[claim_keys[i] for i in unstored])", "pass", MEMO_TESTS,
+           "a replica that could not store keeps its claims: siblings wait a whole lease"),
+    Mutant("memo-summaries-shared", "metric_services/summarization/scoring.py",
+           "            index.setdefault(r.output, len(index))",
+           "            shared.add(index.setdefault(r.output, len(index)))",
+           ENCODER_TESTS, "every model's unique summary is stored in Redis for siblings that never read it"),
 ]  # fmt: skip
 
 

@@ -11,10 +11,13 @@ family report and the per-scenario breakdown.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from holistic.families import FamilyBase, FamilyFold, MetricMetadata, ScenarioPart
 from holistic.metric_values import plain
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
+from holistic.shared_memo import SharedMemo
 from holistic.signature import make_signature
 from holistic.stats import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
@@ -38,6 +41,7 @@ class SummarizationFamily(FamilyBase):
     version = VERSION
     Config = SummarizationConfig
     config: SummarizationConfig
+    _memo: SharedMemo | None = None
     main_metrics = ("rouge_1", "rouge_2", "rouge_l")
     metrics = (
         MetricMetadata("rouge_*", "ROUGE", "rouge-score's ROUGE F, max over references, mean over summaries."),
@@ -58,8 +62,13 @@ class SummarizationFamily(FamilyBase):
 
         encoder_for(self.config)
 
+    def share(self, memo: SharedMemo) -> None:
+        """The replicas embed each source and reference once between them (a worker calls this)."""
+        if self.config.shared_cache_s:
+            self._memo = replace(memo, ttl_s=self.config.shared_cache_s, lease_s=self.config.shared_lease_s)
+
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
-        return score_batch(envelope, self.config)
+        return score_batch(envelope, self.config, self._memo)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         by_scn = stats.groups()

@@ -23,3 +23,18 @@ class SummarizationConfig(FamilyConfig):
     )
     embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
     embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
+    shared_cache_s: int = Field(
+        default=900,
+        ge=0,
+        le=30 * 86400,
+        description=(
+            "How long a source's or reference's embedding stays in Redis for the family's other replicas "
+            "(they embed each article once between them); 0: each replica keeps only its own cache."
+        ),
+    )
+    shared_lease_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="How long a replica's claim on a text it is embedding holds before another replica takes it over.",
+    )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 from holistic.errors import ConfigError
 
 if TYPE_CHECKING:
+    from holistic.shared_memo import SharedMemo
     from metric_services.summarization.config import SummarizationConfig
 
 VOCAB = Path(__file__).parent / "vocab" / "bert-base-uncased.txt"
@@ -66,22 +68,45 @@ class Encoder:
         # and the same reference scored against each; a vector does not depend on its batch.
         self.cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
+        # What a vector shared between replicas depends on besides its text.
+        self.namespace = f"emb:{self.sha256[:16]}:{MAX_TOKENS}"
 
-    def encode(self, texts: list[str]) -> Encoded:
-        """Unit-length embeddings in input order; new texts are batched by length to spare padding."""
+    def encode(self, texts: list[str], shared: Collection[int] = (), memo: SharedMemo | None = None) -> Encoded:
+        """Unit-length embeddings in input order; new texts are batched by length to spare padding.
+
+        `shared`: positions of texts other replicas may embed too (a source, a reference: every model
+        summarizes the same articles); with a `memo`, those are computed once between the replicas."""
         keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}
-        truncated = 0
+        truncated = computed = 0
         if todo:
-            vectors, truncated = self._encode_new(list(todo.values()))
-            for k, v in zip(todo, vectors, strict=True):
-                self.cache[k] = v
+            common = {keys[i] for i in shared} if memo is not None else set()
+            mine = [k for k in todo if k not in common]
+            theirs = [k for k in todo if k in common]
+            if mine:
+                vectors, truncated = self._encode_new([todo[k] for k in mine])
+                self.cache.update(zip(mine, vectors, strict=True))
+                computed = len(mine)
+            if theirs:
+                assert memo is not None
+                done: list[int] = []
+
+                def compute(positions: list[int]) -> list[bytes]:
+                    nonlocal truncated
+                    vectors, cut = self._encode_new([todo[theirs[p]] for p in positions])
+                    truncated += cut
+                    done.append(len(positions))
+                    return [v.astype("<f4").tobytes() for v in vectors]
+
+                values = memo.values(self.namespace, theirs, compute)
+                self.cache.update((k, np.frombuffer(v, dtype="<f4")) for k, v in zip(theirs, values, strict=True))
+                computed += sum(done)
             while len(self.cache) > max(self.cache_size, len(texts)):
                 self.cache.popitem(last=False)
         out = np.stack([self.cache[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
         for k in keys:
             self.cache.move_to_end(k)
-        return Encoded(out, len(todo), truncated)
+        return Encoded(out, computed, truncated)
 
     def _encode_new(self, texts: list[str]) -> tuple[np.ndarray, int]:
         # One text at a time in this thread: encode_batch would start a rayon pool of one thread per

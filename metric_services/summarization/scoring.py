@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sacrebleu
@@ -35,6 +36,9 @@ from metric_services.summarization import corpus_scores
 from metric_services.summarization.config import SummarizationConfig
 from metric_services.summarization.encoder import encoder_for
 from metric_services.summarization.fragments import fragment_stats
+
+if TYPE_CHECKING:
+    from holistic.shared_memo import SharedMemo
 
 log = logging.getLogger("holistic.summarization")
 
@@ -75,7 +79,9 @@ def _moments(st: Stats, field: str, value: float) -> None:
     st.add(key(field, "sumsq"), value * value)
 
 
-def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[int, Stats]:
+def score_batch(
+    envelope: BatchEnvelope, config: SummarizationConfig, memo: SharedMemo | None = None
+) -> dict[int, Stats]:
     accept_s = envelope.accept_time.seconds
     out: dict[int, Stats] = defaultdict(Stats)
     rows: list[_Row] = []
@@ -105,7 +111,7 @@ def score_batch(envelope: BatchEnvelope, config: SummarizationConfig) -> dict[in
                 acc.incr(key("judged_norefs", "sum"), int(row.judged))
     _lexical(rows, accs)
     _corpus(rows, accs)
-    _semantic(rows, accs, out, config)
+    _semantic(rows, accs, out, config, memo)
     for (minute, scn), acc in accs.items():
         _emit(out[minute], scn, acc)
     return dict(out)
@@ -148,7 +154,11 @@ def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
 
 
 def _semantic(
-    rows: list[_Row], accs: dict[tuple[int, str], Stats], out: dict[int, Stats], config: SummarizationConfig
+    rows: list[_Row],
+    accs: dict[tuple[int, str], Stats],
+    out: dict[int, Stats],
+    config: SummarizationConfig,
+    memo: SharedMemo | None,
 ) -> None:
     wanted = [r for r in rows if any(r.references) or r.source is not None]
     if not wanted:
@@ -163,13 +173,15 @@ def _semantic(
         return
     encoder = available.encoder
     index: dict[str, int] = {}
+    shared: set[int] = set()  # sources and references: the same for every model that summarized the article
     for r in wanted:
         if r.output:
-            for text in (r.output, *[t for t in r.references if t], *([r.source] if r.source else [])):
-                index.setdefault(text, len(index))
+            index.setdefault(r.output, len(index))
+            for text in (*[t for t in r.references if t], *([r.source] if r.source else [])):
+                shared.add(index.setdefault(text, len(index)))
     vectors = np.zeros((0, 0), dtype=np.float32)
     if index:
-        encoded = encoder.encode(list(index))
+        encoded = encoder.encode(list(index), shared, memo)
         vectors = encoded.vectors
         minute = wanted[0].minute
         out[minute].incr(key("sem", "texts"), encoded.computed)

@@ -108,3 +108,24 @@ def test_a_worker_with_semantic_on_and_no_model_fails_at_start(make_worker, tmp_
     monkeypatch.setenv("HOLISTIC_SUMMARIZATION_MODEL", str(tmp_path / "absent.onnx"))
     with pytest.raises(ConfigError, match="cannot be loaded"):
         make_worker(FAMILY.configured())
+
+
+def test_replicas_embed_a_shared_text_once_and_read_it_back_bit_for_bit(r):
+    from holistic.keys import Keys
+    from holistic.shared_memo import SharedMemo
+
+    source = "The city council approved the road budget on Tuesday after a debate. " * 5
+    reference = "Councillors backed the road budget."
+    replicas = [enc.Encoder(enc.packaged_model()) for _ in range(2)]  # each its own local cache
+    memos = [SharedMemo(r, Keys("hl"), "summarization", owner=f"replica-{i}") for i in range(2)]
+    a = replicas[0].encode(["Model A's summary.", source, reference], {1, 2}, memos[0])
+    b = replicas[1].encode(["Model B's summary.", source, reference], {1, 2}, memos[1])
+    assert (a.computed, b.computed) == (3, 1)  # B embedded only its own summary
+    assert (memos[0].counts.computed, memos[1].counts.read) == (2, 2)
+    assert np.array_equal(a.vectors[1:], b.vectors[1:])
+    alone = enc.Encoder(enc.packaged_model()).encode([source, reference]).vectors
+    assert b.vectors[1:] == pytest.approx(alone, abs=1e-6)
+    # summaries are private: only the shared texts were stored, under the model's hash
+    stored = sorted(k.decode() for k in r.scan_iter("hl:memo:*"))
+    prefix = f"hl:memo:summarization:emb:{replicas[0].sha256[:16]}:256:"
+    assert len(stored) == 2 and all(k.startswith(prefix) for k in stored)
