@@ -56,14 +56,19 @@ class SharedMemo:
     poll_s: float = 0.01  # while waiting for a sibling's values
     counts: MemoCounts = field(default_factory=MemoCounts)
 
-    def values(self, namespace: str, digests: Sequence[bytes], compute: Compute) -> list[bytes]:
+    def values(
+        self, namespace: str, digests: Sequence[bytes], compute: Compute, weights: Sequence[float] | None = None
+    ) -> list[bytes]:
         """The value of each digest (in order), computed here only where no replica stored or claims it.
 
         `compute(positions)` must return the values of those positions of `digests`; `namespace` names
-        everything else that determines a value (the model's hash), so different models never mix."""
+        everything else that determines a value (the model's hash), so different models never mix.
+        `weights`: each key's cost, in units of one key of `chunk` (default 1 each): a claim takes keys
+        until their weights reach `chunk`, so a replica waiting for a sibling's last claim waits for
+        about one key's worth of work (put the costliest keys first: they are claimed first)."""
         out: list[bytes | None] = [None] * len(digests)
         try:
-            self._fill(namespace, digests, compute, out)
+            self._fill(namespace, digests, compute, out, weights)
         except (*RETRYABLE, redis.ResponseError) as exc:  # the memo is an optimization: compute the rest here
             self.counts.failures += 1
             log.warning("shared memo of %s unavailable (%s): computing locally", self.family, exc)
@@ -74,14 +79,20 @@ class SharedMemo:
         return out  # type: ignore[return-value]
 
     # --- the protocol ----------------------------------------------------------------------
-    def _fill(self, namespace: str, digests: Sequence[bytes], compute: Compute, out: list[bytes | None]) -> None:
+    def _fill(
+        self,
+        namespace: str,
+        digests: Sequence[bytes],
+        compute: Compute,
+        out: list[bytes | None],
+        weights: Sequence[float] | None,
+    ) -> None:
         value_keys = [self.keys.memo(self.family, namespace, d) for d in digests]
         claim_keys = [self.keys.memo_claim(self.family, namespace, d) for d in digests]
         missing = self._read(value_keys, list(range(len(digests))), out)
         deferred: list[int] = []
         while missing or deferred:
-            for start in range(0, len(missing), self.chunk):
-                part = missing[start : start + self.chunk]
+            for part in self._chunks(missing, weights):
                 won = self._claim(claim_keys, part)
                 deferred.extend(i for i in part if i not in won)
                 if won:
@@ -90,6 +101,18 @@ class SharedMemo:
             if deferred:
                 missing = self._wait(value_keys, claim_keys, deferred, compute, out)
                 deferred = []
+
+    def _chunks(self, positions: list[int], weights: Sequence[float] | None) -> list[list[int]]:
+        out: list[list[int]] = []
+        part: list[int] = []
+        total = 0.0
+        for i in positions:
+            part.append(i)
+            total += 1.0 if weights is None else weights[i]
+            if total >= self.chunk:
+                out.append(part)
+                part, total = [], 0.0
+        return [*out, part] if part else out
 
     def _read(self, value_keys: list[str], positions: list[int], out: list[bytes | None]) -> list[int]:
         """Fill `out` from stored values; the positions still missing."""

