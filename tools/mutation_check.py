@@ -195,10 +195,8 @@ MUTANTS = [
     Mutant("memo-oom-keeps-claims", "holistic/shared_memo.py",
            "self.client.delete(*[claim_keys[i] for i in unstored])", "pass", MEMO_TESTS,
            "a replica that could not store keeps its claims: siblings wait a whole lease"),
-    Mutant("memo-summaries-shared", "metric_services/summarization/scoring.py",
-           "            index.setdefault(r.output, len(index))",
-           "            shared.add(index.setdefault(r.output, len(index)))",
-           ENCODER_TESTS, "every model's unique summary is stored in Redis for siblings that never read it"),
+    Mutant("memo-not-passed", "metric_services/summarization/scoring.py", "encoder.encode(list(index), memo)",
+           "encoder.encode(list(index), None)", ENCODER_TESTS, "a worker's replicas never share their embeddings"),
 ]  # fmt: skip
 
 

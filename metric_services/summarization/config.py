@@ -28,8 +28,8 @@ class SummarizationConfig(FamilyConfig):
         ge=0,
         le=30 * 86400,
         description=(
-            "How long a source's or reference's embedding stays in Redis for the family's other replicas "
-            "(they embed each article once between them); 0: each replica keeps only its own cache."
+            "How long a text's embedding stays in Redis for the family's other replicas (they embed each "
+            "article, reference and output once between them); 0: each replica keeps only its own cache."
         ),
     )
     shared_lease_s: float = Field(

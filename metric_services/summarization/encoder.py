@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -74,38 +73,34 @@ class Encoder:
         # What a vector shared between replicas depends on besides its text.
         self.namespace = f"emb:{self.sha256[:16]}:{MAX_TOKENS}"
 
-    def encode(self, texts: list[str], shared: Collection[int] = (), memo: SharedMemo | None = None) -> Encoded:
+    def encode(self, texts: list[str], memo: SharedMemo | None = None) -> Encoded:
         """Unit-length embeddings in input order; new texts are batched by length to spare padding.
 
-        `shared`: positions of texts other replicas may embed too (a source, a reference: every model
-        summarizes the same articles); with a `memo`, those are computed once between the replicas."""
+        With a `memo`, the replicas embed each new text once between them: every model summarizes the
+        same articles against the same references, and models' outputs repeat too."""
         keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}
         truncated = computed = 0
-        if todo:
-            common = {keys[i] for i in shared} if memo is not None else set()
-            mine = [k for k in todo if k not in common]
+        if todo and memo is None:
+            vectors, truncated = self._encode_new(list(todo.values()))
+            self.cache.update(zip(todo, vectors, strict=True))
+            computed = len(todo)
+        elif todo:
+            assert memo is not None
             # longest first: claimed first, so the short ones fill the end and no replica waits long
-            theirs = sorted((k for k in todo if k in common), key=lambda k: -len(todo[k]))
-            if mine:
-                vectors, truncated = self._encode_new([todo[k] for k in mine])
-                self.cache.update(zip(mine, vectors, strict=True))
-                computed = len(mine)
-            if theirs:
-                assert memo is not None
-                done: list[int] = []
+            new = sorted(todo, key=lambda k: -len(todo[k]))
 
-                def compute(positions: list[int]) -> list[bytes]:
-                    nonlocal truncated
-                    vectors, cut = self._encode_new([todo[theirs[p]] for p in positions])
-                    truncated += cut
-                    done.append(len(positions))
-                    return [v.astype("<f4").tobytes() for v in vectors]
+            def compute(positions: list[int]) -> list[bytes]:
+                nonlocal truncated, computed
+                vectors, cut = self._encode_new([todo[new[p]] for p in positions])
+                truncated += cut
+                computed += len(positions)
+                return [v.astype("<f4").tobytes() for v in vectors]
 
-                weights = [min(len(todo[k]), MEMO_CHARS) * memo.chunk / MEMO_CHARS for k in theirs]
-                values = memo.values(self.namespace, theirs, compute, weights)
-                self.cache.update((k, np.frombuffer(v, dtype="<f4")) for k, v in zip(theirs, values, strict=True))
-                computed += sum(done)
+            weights = [min(len(todo[k]), MEMO_CHARS) * memo.chunk / MEMO_CHARS for k in new]
+            values = memo.values(self.namespace, new, compute, weights)
+            self.cache.update((k, np.frombuffer(v, dtype="<f4")) for k, v in zip(new, values, strict=True))
+        if todo:
             while len(self.cache) > max(self.cache_size, len(texts)):
                 self.cache.popitem(last=False)
         out = np.stack([self.cache[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)

