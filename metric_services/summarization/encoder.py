@@ -47,7 +47,7 @@ class Encoded:
 
 
 class Encoder:
-    def __init__(self, model_path: Path, threads: int = 1, batch_size: int = 32, cache_size: int = 4096) -> None:
+    def __init__(self, model_path: Path, threads: int = 1, batch_size: int = 4, cache_size: int = 4096) -> None:
         import onnxruntime as ort
         from tokenizers.implementations import BertWordPieceTokenizer
 
