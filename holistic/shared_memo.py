@@ -70,13 +70,19 @@ class SharedMemo:
         try:
             self._fill(namespace, digests, compute, out, weights)
         except (*RETRYABLE, redis.ResponseError) as exc:  # the memo is an optimization: compute the rest here
-            self.counts.failures += 1
-            log.warning("shared memo of %s unavailable (%s): computing locally", self.family, exc)
+            self._failed("unavailable (%s): computing locally", exc)
             missing = [i for i, v in enumerate(out) if v is None]
             if missing:
                 self._store_local(out, missing, compute)
         assert all(v is not None for v in out)
         return out  # type: ignore[return-value]
+
+    def _failed(self, what: str, *args: object) -> None:
+        """Count a failure; log the 1st, 10th, 100th, ...: a Redis refusing every batch must not flood the logs."""
+        self.counts.failures += 1
+        n = self.counts.failures
+        if n == 10 ** (len(str(n)) - 1):
+            log.warning(f"shared memo of %s (failure %d) {what}", self.family, n, *args)
 
     # --- the protocol ----------------------------------------------------------------------
     def _fill(
@@ -139,15 +145,21 @@ class SharedMemo:
     def _compute_and_store(
         self, value_keys: list[str], claim_keys: list[str], won: list[int], compute: Compute, out: list[bytes | None]
     ) -> None:
-        self._store_local(out, won, compute)
+        try:
+            self._store_local(out, won, compute)
+        except Exception:  # the batch fails and is retried; siblings should not wait a lease for these keys
+            try:
+                self.client.delete(*[claim_keys[i] for i in won])
+            except (*RETRYABLE, redis.ResponseError):
+                pass
+            raise
         pipe = self.client.pipeline(transaction=False)
         for i in won:
             pipe.set(value_keys[i], out[i], px=self.ttl_s * 1000)  # type: ignore[arg-type]
         replies = pipe.execute(raise_on_error=False)
         unstored = [i for i, r in zip(won, replies, strict=True) if isinstance(r, Exception)]
         if unstored:  # out of memory, most likely: free the claims so siblings compute rather than wait a lease
-            self.counts.failures += 1
-            log.warning("shared memo of %s could not store %d values (%s)", self.family, len(unstored), replies[0])
+            self._failed("could not store %d values (%s)", len(unstored), replies[0])
             self.client.delete(*[claim_keys[i] for i in unstored])
 
     def _store_local(self, out: list[bytes | None], positions: list[int], compute: Compute) -> None:

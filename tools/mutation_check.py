@@ -195,6 +195,9 @@ MUTANTS = [
     Mutant("memo-oom-keeps-claims", "holistic/shared_memo.py",
            "self.client.delete(*[claim_keys[i] for i in unstored])", "pass", MEMO_TESTS,
            "a replica that could not store keeps its claims: siblings wait a whole lease"),
+    Mutant("memo-failed-compute-keeps-claims", "holistic/shared_memo.py",
+           "self.client.delete(*[claim_keys[i] for i in won])", "pass", MEMO_TESTS,
+           "a replica whose compute raised keeps its claims: siblings wait a whole lease"),
     Mutant("memo-not-passed", "metric_services/summarization/scoring.py", "encoder.encode(list(index), memo)",
            "encoder.encode(list(index), None)", ENCODER_TESTS, "a worker's replicas never share their embeddings"),
 ]  # fmt: skip

@@ -20,10 +20,12 @@ from tests.gateway.noisy_neighbour import Service, abuse_process, p99, seed, vic
 
 ROUNDS = 300
 MIN_S = 8.0  # each phase lasts at least this long, so the abuse has time to do its worst
-# p99s under 100 ms count as 100 ms: on a shared machine a ratio of tiny times is noise. 50 ms held on
+# p99s under 150 ms count as 150 ms: on a shared machine a ratio of tiny times is noise. 50 ms held on
 # a faster day of this 2-core machine; on a slower one the landed code measured 127-179 ms under abuse
-# (quiet: 12-15 ms), where unbounded reads (tools/mutation_check.py tenant-reads-unbounded) measure 778 ms.
-FLOOR_S = 0.1
+# (quiet: 12-15 ms), where unbounded reads (tools/mutation_check.py tenant-reads-unbounded) measure 778 ms;
+# on 2026-12-02, slower still, 205-240 ms alone (quiet 24-28 ms; the commit before that day's changes
+# too: 230 ms), so the floor went from 100 to 150 ms.
+FLOOR_S = 0.15
 PEAK_RSS_MB = 400  # documented in docs/production.md
 
 

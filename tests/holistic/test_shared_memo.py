@@ -157,3 +157,30 @@ def test_a_claim_takes_keys_until_their_weights_reach_a_chunk(r):
 
     assert m.values("ns", ds, recording, weights) == [value_of(d) for d in ds]
     assert [len(c) for c in claims] == [1, 3, 2, 1]
+
+
+def test_a_compute_that_fails_frees_its_claims_and_raises(r):
+    ds = digests(3)
+
+    def broken(positions: list[int]) -> list[bytes]:
+        raise RuntimeError("model crashed")
+
+    try:
+        memo(r, "a").values("ns", ds, broken)
+    except RuntimeError as exc:
+        assert str(exc) == "model crashed"
+    else:
+        raise AssertionError("the compute's error was swallowed")
+    assert [r.exists(KEYS.memo_claim("fam", "ns", d)) for d in ds] == [0, 0, 0]
+
+
+def test_failures_are_counted_each_time_and_logged_at_1_10_100(redis_server, tmp_path, caplog):
+    dead = redis.Redis(unix_socket_path=str(tmp_path / "nothing.sock"), retry=None)
+    m = memo(dead, "a")
+    ds = digests(1)
+    with caplog.at_level("WARNING", logger="holistic.shared_memo"):
+        for _ in range(12):
+            m.values("ns", ds, Recorder(ds))
+    assert m.counts.failures == 12
+    logged = [rec.getMessage() for rec in caplog.records]
+    assert len(logged) == 2 and "(failure 1)" in logged[0] and "(failure 10)" in logged[1]
