@@ -3,6 +3,7 @@ the same fixture submitted from Go and from Python giving equal profiles, and eq
 
 from __future__ import annotations
 
+import difflib
 import os
 import queue
 import re
@@ -122,7 +123,10 @@ def test_go_and_python_submissions_give_equal_profiles(holistic_go, make_gateway
         assert (again.accepted, again.duplicates, again.batches) == (0, 48, 3)
 
     assert from_go.model == "go-copy" and from_python.model == "py-copy"
-    assert comparable(from_go) == comparable(from_python)
+    go_text, py_text = str(comparable(from_go)), str(comparable(from_python))
+    # the whole difference, not pytest's cut of two long messages (a CI run of 2026-12-02 failed here once)
+    diff = "\n".join(difflib.unified_diff(go_text.splitlines(), py_text.splitlines(), "go", "python", lineterm=""))
+    assert go_text == py_text, diff
     assert from_go.counts.accepted_predictions == 48 and from_go.counts.accepted_batches == 3
     assert [f.family for f in from_go.families] == ["accuracy", "efficiency"]
 
