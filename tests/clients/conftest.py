@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import shutil
 import tempfile
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 import redis
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from holistic.families import Family
 from holistic.settings import Settings
@@ -116,3 +119,34 @@ def browser() -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile_dir, ignore_errors=True)
+
+
+def profile_differences(a: Message, b: Message, rel: float = 1e-12) -> list[str]:
+    """Where two profiles differ, floats compared to `rel`: the same predictions sent in batches that
+    workers happen to apply in another grouping (a read's batches share one script) sum in another
+    order, which moves a float's last bits (a Go-vs-Python comparison failed on 2.0281 vs
+    2.0281000000000002)."""
+    out: list[str] = []
+
+    def walk(x: Any, y: Any, path: str) -> None:
+        if isinstance(x, dict) and isinstance(y, dict):
+            for k in sorted(set(x) | set(y)):
+                if k not in x or k not in y:
+                    out.append(f"{path}.{k}: only in {'second' if k in y else 'first'}")
+                else:
+                    walk(x[k], y[k], f"{path}.{k}")
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                out.append(f"{path}: {len(x)} vs {len(y)} items")
+            for i, (u, v) in enumerate(zip(x, y, strict=False)):
+                walk(u, v, f"{path}[{i}]")
+        elif isinstance(x, float) or isinstance(y, float):
+            if not (isinstance(x, int | float) and isinstance(y, int | float)) or not math.isclose(
+                x, y, rel_tol=rel, abs_tol=rel
+            ):
+                out.append(f"{path}: {x!r} vs {y!r}")
+        elif x != y:
+            out.append(f"{path}: {x!r} vs {y!r}")
+
+    walk(json_format.MessageToDict(a), json_format.MessageToDict(b), "")
+    return out

@@ -3,7 +3,6 @@ the same fixture submitted from Go and from Python giving equal profiles, and eq
 
 from __future__ import annotations
 
-import difflib
 import os
 import queue
 import re
@@ -18,7 +17,7 @@ from google.protobuf import json_format
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.jsonl import read_predictions
 from tests.clients.batch_ids import FIXTURE, MAPS, python_batch_ids
-from tests.clients.conftest import need_tool
+from tests.clients.conftest import need_tool, profile_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 GO_DIR = ROOT / "clients" / "go"
@@ -123,10 +122,8 @@ def test_go_and_python_submissions_give_equal_profiles(holistic_go, make_gateway
         assert (again.accepted, again.duplicates, again.batches) == (0, 48, 3)
 
     assert from_go.model == "go-copy" and from_python.model == "py-copy"
-    go_text, py_text = str(comparable(from_go)), str(comparable(from_python))
-    # the whole difference, not pytest's cut of two long messages (a CI run of 2026-12-02 failed here once)
-    diff = "\n".join(difflib.unified_diff(go_text.splitlines(), py_text.splitlines(), "go", "python", lineterm=""))
-    assert go_text == py_text, diff
+    differences = profile_differences(comparable(from_go), comparable(from_python))
+    assert not differences, differences
     assert from_go.counts.accepted_predictions == 48 and from_go.counts.accepted_batches == 3
     assert [f.family for f in from_go.families] == ["accuracy", "efficiency"]
 

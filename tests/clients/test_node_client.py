@@ -15,7 +15,7 @@ from google.protobuf import json_format
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.jsonl import read_predictions
 from tests.clients.batch_ids import MAPS, python_batch_ids
-from tests.clients.conftest import need_tool
+from tests.clients.conftest import need_tool, profile_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "clients" / "node"
@@ -106,7 +106,8 @@ def test_node_and_python_submissions_give_equal_profiles(node, make_gateway, liv
         from_python = wait_applied(client, "py-copy", n)
 
     assert from_node.model == "node-copy" and from_python.model == "py-copy"
-    assert comparable(from_node) == comparable(from_python)
+    differences = profile_differences(comparable(from_node), comparable(from_python))
+    assert not differences, differences
     assert from_node.counts.accepted_predictions == 48 and from_node.counts.accepted_batches == 3
     # The fixture exercises both families: accuracy over five scenarios, efficiency from timings.
     assert {s.scenario for s in from_node.scenarios} == {"mmlu", "boolq", "narrative_qa", "news_summaries",
