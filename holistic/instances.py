@@ -16,8 +16,8 @@ added where it belongs. So a window's aggregates always equal a one-pass computa
 current states of the instances attributed to it.
 
 Storage: instance states live in Redis hashes `inst:<family>:d:<day>`, one per day of first apply
-(the worker's clock), field = instance key, value = `State.encode()`. A day's hash expires
-HOLISTIC_INSTANCE_TTL_S after the day ends: state lives TTL to TTL + 1 day. Each hash counts its
+(Redis's clock, so every replica agrees on the day), field = instance key, value = `State.encode()`.
+A day's hash expires HOLISTIC_INSTANCE_TTL_S after the day ends: state lives TTL to TTL + 1 day. Each hash counts its
 instances in field "#n"; HOLISTIC_INSTANCE_CAP bounds the live total (read before each apply, so
 concurrent replicas may overshoot it by one apply each). Rows of new instances past the cap are
 left out and counted (`#inst|over_cap`); rows produced more than the TTL before their batch was
@@ -26,10 +26,17 @@ as a separate instance, which is where a TTL departs from HELM's run-level seman
 
 Exactly once: the runner reads the touched instances (`InstanceStore.plan`), computes new states
 and the aggregate deltas, and applies them with apply.lua in one script together with the batch's
-done bit; the script first checks that every state it read is unchanged ('=' and '!' conditions;
-replicas' clocks are assumed within a day of each other, see plan) and otherwise writes nothing and
-returns -1, and the runner reads again and retries. Every key goes
-through KEYS[] (cluster-safe: all under the model's hash tag).
+done bit; the script first checks that every state it read is unchanged ('=' conditions, and 'n'
+for a new instance: absent, then set) and otherwise writes nothing and returns -1, and the runner
+reads again and retries. Every key goes through KEYS[] (cluster-safe: all under the model's hash tag).
+
+Why one absence check suffices: the day is Redis's (`TIME`, read in the same pipeline as the states),
+and an apply that creates instances checks that Redis's day is still the one it planned for ('@');
+so two replicas that both found an instance absent create it in the same day's hash, where the
+second one's 'n' fails. (Before, each replica used its own clock and checked yesterday's, today's and
+tomorrow's hashes: three conditions and twelve arguments per new instance instead of one and three.)
+Within CLOCK_STEP_S of midnight the neighbouring day's hash is checked as well, in case Redis's clock
+steps back or a failover lands on a node whose clock differs by less than that.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol
@@ -47,6 +54,7 @@ from holistic.stat_keys import key
 from holistic.stats import Stats
 
 DAY = 86_400
+CLOCK_STEP_S = 600  # near midnight (either side), a new instance is also checked absent in the other day's hash
 COUNT_FIELD = "#n"
 OVER_CAP = key("#inst", "over_cap")
 LATE = key("#inst", "late")
@@ -191,26 +199,22 @@ class Plan:
 
 
 class InstanceStore:
-    """Reads the instances a batch touches and plans the compare-and-set apply of its rows."""
+    """Reads the instances a batch touches and plans the compare-and-set apply of its rows.
 
-    def __init__(
-        self,
-        client: Any,
-        keys: Keys,
-        family: str,
-        ttl_s: int,
-        cap: int,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
+    offset_s shifts Redis's clock as this store sees it (tests: any day, any time of day); the
+    apply's '@' check applies the same shift, so production leaves it 0."""
+
+    def __init__(self, client: Any, keys: Keys, family: str, ttl_s: int, cap: int, offset_s: float = 0.0) -> None:
         self.r = client
         self.keys = keys
         self.family = family
         self.ttl_s = ttl_s
         self.cap = cap
-        self.clock = clock
+        self.offset_s = offset_s
+        self._skew = offset_s  # Redis's clock (shifted) minus ours at the last read: which days to read
 
     def live_days(self, now: float) -> list[int]:
-        """Days whose hash may still exist, and tomorrow (another replica's clock may be ahead)."""
+        """Days whose hash may still exist, and tomorrow (Redis's clock may have stepped back)."""
         return list(range(math.floor((now - self.ttl_s) / DAY), math.floor(now / DAY) + 2))
 
     def late(self, rows: list[Row], accept_s: float, by_minute: dict[int, Stats]) -> None:
@@ -220,20 +224,33 @@ class InstanceStore:
         if late:
             by_minute.setdefault(min(r.minute for r in rows), Stats()).incr(LATE, late)
 
+    def _read(self, model: str, names: list[str]) -> tuple[float, list[int], list[Any]]:
+        """Redis's time (shifted), the live days and, per day, the HMGET of "#n" and names: one round
+        trip. Which days to read is guessed with our clock and the last skew; a guess that Redis's
+        clock proves wrong (our clock moved across a day boundary against Redis's) is read again."""
+        days = self.live_days(time.time() + self._skew)
+        while True:
+            pipe = self.r.pipeline(transaction=False)
+            pipe.time()  # first: the HMGETs run at or after this instant (one connection, in order)
+            for d in days:
+                pipe.hmget(self.keys.instances(model, self.family, d), [COUNT_FIELD, *names])
+            seconds, micros = (replies := pipe.execute())[0]
+            now = seconds + micros / 1e6 + self.offset_s
+            self._skew = now - time.time()
+            wanted = self.live_days(now)
+            if wanted == days:
+                return now, days, replies[1:]
+            days = wanted
+
     def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float | None) -> Plan:
         """accept_s None: the caller counts late rows itself (batches applied together, see late)."""
         if not rows:
             return Plan({}, {})
-        now = self.clock()
-        days = self.live_days(now)
-        shard_keys = [self.keys.instances(model, self.family, d) for d in days]
         parts = fold_rows(spec, rows)
         names = sorted(parts)
         row_counts = Counter(r.instance for r in rows)
-        pipe = self.r.pipeline(transaction=False)
-        for shard in shard_keys:
-            pipe.hmget(shard, [COUNT_FIELD, *names])
-        replies = pipe.execute()
+        now, days, replies = self._read(model, names)
+        shard_keys = [self.keys.instances(model, self.family, d) for d in days]
         found: dict[str, tuple[int, bytes]] = {}
         live = 0
         for i, reply in enumerate(replies):
@@ -242,11 +259,14 @@ class InstanceStore:
                 if raw is not None and name not in found:
                     found[name] = (i, raw)
 
-        today = days.index(math.floor(now / DAY))
-        # A new instance is created in its creator's today; replicas' clocks are within a day of ours
-        # (live_days reads tomorrow for that), so a rival can create it only in yesterday's, today's or
-        # tomorrow's hash: its absence is checked there, older hashes get no new fields.
-        creatable = [i for i in range(len(days)) if abs(i - today) <= 1]
+        day = math.floor(now / DAY)
+        today = days.index(day)
+        # A new instance goes to Redis's today (the apply checks the day is still `day`: '@'), so a
+        # rival that also found it absent creates it there too: one 'n' (absent, then set) is the
+        # whole check; near midnight the other day's hash is checked as well (a clock step).
+        into_day = now - day * DAY
+        neighbour = day - 1 if into_day < CLOCK_STEP_S else day + 1 if DAY - into_day < CLOCK_STEP_S else None
+        also = [] if neighbour is None else [days.index(neighbour)]  # live: the TTL is at least an hour
         ops: list[list[Any]] = [[] for _ in days]
         by_minute: dict[int, Stats] = {}
         room = self.cap - live
@@ -258,11 +278,11 @@ class InstanceStore:
                 if created >= room:
                     by_minute.setdefault(part.minute, Stats()).incr(OVER_CAP, row_counts[name])
                     continue
-                for i in creatable:
+                for i in also:
                     ops[i] += ("!", name, "")
                 created += 1
                 new = merge(spec, None, part)
-                ops[today] += ("s", name, new.encode())
+                ops[today] += ("n", name, new.encode())
                 deltas(spec, name, None, new, by_minute)
                 continue
             shard, raw = hit
@@ -275,12 +295,12 @@ class InstanceStore:
                 ops[shard] += ("s", name, encoded)
                 deltas(spec, name, old, new, by_minute)
         if created:
-            ops[today] += ("i", COUNT_FIELD, created)
+            ops[today] += ("i", COUNT_FIELD, created, "@", repr(self.offset_s), day)
         if accept_s is not None:
             self.late(rows, accept_s, by_minute)
         hashes = {
-            shard: (max(1, (day + 1) * DAY + self.ttl_s - int(now)), shard_ops)
-            for shard, day, shard_ops in zip(shard_keys, days, ops, strict=True)
+            shard: (max(1, (d + 1) * DAY + self.ttl_s - int(now)), shard_ops)
+            for shard, d, shard_ops in zip(shard_keys, days, ops, strict=True)
             if shard_ops
         }
         return Plan(hashes, by_minute)

@@ -15,7 +15,10 @@
 -- (op, field, value) with op one of  i: add an integer  f: add a float  <: keep min  >: keep max
 -- h: merge a JSON object of bin -> count into the field's JSON object, bin by bin
 -- H: the same, value "<cap> <json>": past cap bins the field becomes "over" for good
--- s: set   =: condition, the field holds value   !: condition, the field is absent.
+-- s: set   =: condition, the field holds value   !: condition, the field is absent
+-- n: condition, the field is absent; then set (a new instance)
+-- @: condition, Redis's day is value, its clock shifted by field seconds (tests shift it; 0 in production):
+-- an apply that creates instances in its day's hash was planned with that day (holistic/instances.py).
 -- A negative op count -j: this hash takes the ops of the j-th hash (1-based, an earlier one), so the
 -- tiers of one batch (every tier gets the same sums) send them once.
 -- Conditions are checked first: if one fails nothing is written and -1 is returned (the caller
@@ -77,15 +80,17 @@ local blocks = {}
 local function block(h)
   local b = blocks[h[3]]
   if b and b.n == h[4] then return b end
-  b = {n = h[4], fields = {}, wanted = {}, reads = {}, num = {}, text = {}}
+  b = {n = h[4], fields = {}, wanted = {}, reads = {}, num = {}, text = {}, days = {}}
   for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
     local op = ARGV[o]
     if op == '=' then
       b.fields[#b.fields + 1] = ARGV[o + 1]
       b.wanted[#b.fields] = ARGV[o + 2]
-    elseif op == '!' then
+    elseif op == '!' or op == 'n' then
       b.fields[#b.fields + 1] = ARGV[o + 1]
       b.wanted[#b.fields] = false
+    elseif op == '@' then
+      b.days[#b.days + 1] = {tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])}
     elseif op ~= 's' then
       b.reads[#b.reads + 1] = ARGV[o + 1]
       if op ~= 'h' and op ~= 'H' then b.num[o] = tonumber(ARGV[o + 2]) end
@@ -97,8 +102,13 @@ local function block(h)
 end
 
 -- conditions, every hash, before anything is written
+local clock = nil
 for _, h in ipairs(hashes) do
   local b = block(h)
+  for _, d in ipairs(b.days) do
+    clock = clock or redis.call('TIME')
+    if math.floor((tonumber(clock[1]) + tonumber(clock[2]) / 1e6 + d[1]) / 86400) ~= d[2] then return -1 end
+  end
   if #b.fields > 0 then
     local got = hmget(h[1], b.fields)
     for i = 1, #b.fields do
@@ -148,7 +158,7 @@ for w, h in ipairs(hashes) do
         for _ in pairs(merged) do count = count + 1 end
         new = count > cap and 'over' or cjson.encode(merged)
       end
-    elseif op == 's' then
+    elseif op == 's' or op == 'n' then
       new = arg
     elseif op == '<' or op == '>' then
       local v = num[o]

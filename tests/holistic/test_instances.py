@@ -125,47 +125,107 @@ def test_a_stale_read_writes_nothing_and_retries(make_worker, settings, r):
     assert f["s|exact_match|orig|sum"] == 1.0
 
 
-@pytest.mark.parametrize("rival_days", [-1, 0, 1])
-def test_a_rival_whose_clock_is_a_day_off_cannot_create_an_instance_twice(make_worker, settings, r, rival_days):
-    """A rival replica creates the instance in its own today (ours, yesterday or tomorrow) between
-    our read and our apply: our apply writes nothing, and once re-planned counts the instance once."""
+def _at(r, when: float) -> float:
+    """The offset that puts a store's view of Redis's clock at `when` (seconds since the epoch)."""
+    seconds, micros = r.time()
+    return when - (seconds + micros / 1e6)
+
+
+@pytest.mark.parametrize(
+    ("ours", "rival"),
+    [
+        (100 * DAY + 3600.0, 100 * DAY + 3600.0),  # the same day: both create in today's hash
+        (101 * DAY - 60.0, 101 * DAY + 60.0),  # a rival already past midnight (a clock step)
+        (100 * DAY + 60.0, 100 * DAY - 60.0),  # a rival not yet past it
+    ],
+)
+def test_a_rival_cannot_create_an_instance_twice(make_worker, settings, r, ours, rival):
+    """A rival replica creates the instance between our read and our apply, in its day's hash: our
+    apply writes nothing, and once re-planned counts the instance once. Replicas share Redis's clock;
+    a rival on the other side of midnight (a clock step, a failover) is caught within CLOCK_STEP_S."""
     worker = make_worker("robustness")
     keys = Keys(settings.key_prefix)
-    now = 100 * DAY + 3600.0
-    ours = InstanceStore(r, keys, "robustness", 2 * DAY, 100, clock=lambda: now)
-    rival = InstanceStore(r, keys, "robustness", 2 * DAY, 100, clock=lambda: now + rival_days * DAY)
+    store = InstanceStore(r, keys, "robustness", 2 * DAY, 100, offset_s=_at(r, ours))
+    rival_store = InstanceStore(r, keys, "robustness", 2 * DAY, 100, offset_s=_at(r, rival))
     inst = SEP.join(("s", "exact_match", "q"))
-    stale = ours.plan("m", SPEC, [Row(inst, "p:typos", 0.0, 5)], 0)  # the instance is absent everywhere
-    assert _apply(worker, rival, [Row(inst, "o", 1.0, 5)], 1) == 1
-    assert r.hexists(keys.instances("m", "robustness", 100 + rival_days), inst)
+    stale = store.plan("m", SPEC, [Row(inst, "p:typos", 0.0, 5)], 0)  # the instance is absent everywhere
+    assert _apply(worker, rival_store, [Row(inst, "o", 1.0, 5)], 1) == 1
+    assert r.hexists(keys.instances("m", "robustness", int(rival // DAY)), inst)
     w = Work("0-2", type("E", (), {"model": "m", "seq": 2})(), "b2", 1, {}, None, 0)
     k, args = worker._apply_args(w, stale.by_minute, stale.hashes)
     assert int(worker.queue.scripts.apply(keys=k, args=args)) == -1
-    assert _apply(worker, ours, [Row(inst, "p:typos", 0.0, 5)], 2) == 1
+    assert _apply(worker, store, [Row(inst, "p:typos", 0.0, 5)], 2) == 1
     f = Folded.from_hashes([r.hgetall(keys.stats("m", "robustness", "all"))])
     assert f["s|exact_match|worst|n"] == 1 and f["s|exact_match|worst|sum"] == 0.0
 
 
-def test_a_new_instance_is_checked_absent_only_where_it_can_be_created(make_worker, settings, r):
-    """Yesterday's, today's and tomorrow's hashes, not older ones (nothing creates fields there)."""
-    now = 100 * DAY + 3600.0
-    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", 4 * DAY, 100, clock=lambda: now)
-    plan = store.plan("m", SPEC, [Row(SEP.join(("s", "em", "q")), "o", 1.0, 5)], 0)
-    checked = {k for k, (_, ops) in plan.hashes.items() if "!" in ops[0::3]}
-    assert checked == {Keys(settings.key_prefix).instances("m", "robustness", d) for d in (99, 100, 101)}
-    assert len(store.live_days(now)) == 6  # 96..101
+def test_a_plan_for_yesterday_applied_after_midnight_writes_nothing(make_worker, settings, r):
+    """'@': a new instance is created only while Redis's day is the one its plan read (else a rival
+    that read after midnight could create it in the new day's hash without seeing ours)."""
+    worker = make_worker("robustness")
+    keys = Keys(settings.key_prefix)
+    store = InstanceStore(r, keys, "robustness", 2 * DAY, 100, offset_s=_at(r, 101 * DAY - 0.2))
+    inst = SEP.join(("s", "exact_match", "q"))
+    plan = store.plan("m", SPEC, [Row(inst, "o", 1.0, 5)], 0)
+    assert any("@" in ops[0::3] for _, ops in plan.hashes.values())
+    time.sleep(0.3)  # midnight passes between the read and the apply
+    w = Work("0-1", type("E", (), {"model": "m", "seq": 1})(), "b1", 1, {}, None, 0)
+    k, args = worker._apply_args(w, plan.by_minute, plan.hashes)
+    assert int(worker.queue.scripts.apply(keys=k, args=args)) == -1
+    assert not r.exists(keys.instances("m", "robustness", 100))
+    assert _apply(worker, store, [Row(inst, "o", 1.0, 5)], 1) == 1  # re-planned: in the new day's hash
+    assert r.hexists(keys.instances("m", "robustness", 101), inst)
+
+
+@pytest.mark.parametrize(("into_day", "checked_days"), [(3600.0, (100,)), (DAY - 60.0, (100, 101)), (60.0, (99, 100))])
+def test_a_new_instance_is_checked_absent_in_redis_today_and_near_midnight_the_other_day(
+    make_worker, settings, r, into_day, checked_days
+):
+    """One 'n' (absent, then set) in today's hash, plus a '!' in the neighbouring day's within
+    CLOCK_STEP_S of midnight; older hashes are read (live days) but get no conditions."""
+    store = InstanceStore(
+        r, Keys(settings.key_prefix), "robustness", 4 * DAY, 100, offset_s=_at(r, 100 * DAY + into_day)
+    )
+    inst = SEP.join(("s", "em", "q"))
+    plan = store.plan("m", SPEC, [Row(inst, "o", 1.0, 5)], 0)
+    keys = Keys(settings.key_prefix)
+    conditions = {
+        k: [(op, field) for op, field in zip(ops[0::3], ops[1::3], strict=True) if op in "!n"]
+        for k, (_, ops) in plan.hashes.items()
+    }
+    today = keys.instances("m", "robustness", 100)
+    assert conditions.pop(today) == [("n", inst)]
+    assert {k: v for k, v in conditions.items() if v} == {
+        keys.instances("m", "robustness", d): [("!", inst)] for d in checked_days if d != 100
+    }
+    assert len(store.live_days(100 * DAY + into_day)) == 6  # 96..101
+
+
+def test_the_day_is_redis_s_whatever_the_worker_s_clock_says(make_worker, settings, r, monkeypatch):
+    """A worker whose clock is a day ahead still creates instances in Redis's today (its first guess
+    of the days to read is wrong, and read again), so it and an on-time replica agree on the hash."""
+    worker = make_worker("robustness")
+    keys = Keys(settings.key_prefix)
+    real = time.time
+    monkeypatch.setattr("holistic.instances.time.time", lambda: real() + DAY)
+    store = InstanceStore(r, keys, "robustness", 2 * DAY, 100)
+    inst = SEP.join(("s", "em", "q"))
+    assert _apply(worker, store, [Row(inst, "o", 1.0, 5)], 1) == 1
+    today = int(r.time()[0] // DAY)
+    assert r.hexists(keys.instances("m", "robustness", today), inst)
+    assert not r.exists(keys.instances("m", "robustness", today + 1))
 
 
 def test_state_hashes_expire_after_the_ttl_and_count_their_instances(make_worker, settings, r):
     worker = make_worker("robustness")
     now = 100 * DAY + 3600.0
-    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", 2 * DAY, 100, clock=lambda: now)
+    store = InstanceStore(r, Keys(settings.key_prefix), "robustness", 2 * DAY, 100, offset_s=_at(r, now))
     assert store.live_days(now) == [98, 99, 100, 101]
     rows = [Row(SEP.join(("s", "em", f"q{i}")), "o", 1.0, 5) for i in range(3)]
     assert _apply(worker, store, rows, 1) == 1
     key = Keys(settings.key_prefix).instances("m", "robustness", 100)
     assert int(r.hget(key, COUNT_FIELD)) == 3
-    assert r.ttl(key) == 101 * DAY + 2 * DAY - int(now)  # lives until its day ends, then the TTL
+    assert abs(r.ttl(key) - (101 * DAY + 2 * DAY - int(now))) <= 2  # lives until its day ends, then the TTL
 
 
 def test_the_cap_leaves_new_instances_out_and_counts_their_rows(make_worker, settings, r):
