@@ -156,9 +156,9 @@ class Client:
         self, predictions: Sequence[Prediction], *, batch_id: str | None = None, model: str = ""
     ) -> es.SubmitPredictionsResponse:
         """Submit one batch; retried safely, since the same batch_id and content is idempotent."""
-        request = es.SubmitPredictionsRequest(model=model, predictions=predictions)
-        request.batch_id = batch_id or content_batch_id(request)
-        return self._call(self._submit, request)  # type: ignore[return-value]
+        body = canonical_bytes(es.SubmitPredictionsRequest(model=model, predictions=predictions))
+        # the request's canonical bytes are the batch id's field (number 1) then the body: serialized once
+        return self._call(self._submit, with_batch_id(batch_id or _content_id(body), body))  # type: ignore[return-value]
 
     def submit_lines(
         self,
@@ -270,10 +270,27 @@ def tls_credentials(
 SUBMIT_METHOD = "/holistic.v1.EvaluationService/SubmitPredictions"
 
 
-def canonical_bytes(request: es.SubmitPredictionsRequest) -> bytes:
+def canonical_bytes(request: es.SubmitPredictionsRequest | bytes) -> bytes:
     """The deterministic encoding (map entries sorted): the gateway proves such bytes valid in C and
-    digests them as they are, without parsing them in Python (about 2.5x the batches a second)."""
+    digests them as they are, without parsing them in Python (about 2.5x the batches a second).
+    Bytes are taken as already encoded (with_batch_id)."""
+    if isinstance(request, bytes):
+        return request
     return request.SerializeToString(deterministic=True)
+
+
+def with_batch_id(batch_id: str, body: bytes) -> bytes:
+    """canonical_bytes of the request `body` encodes (batch_id unset) with batch_id set: deterministic
+    encoding writes fields in number order, and batch_id is field 1, so it goes first."""
+    if not batch_id:
+        return body
+    raw = batch_id.encode()
+    size, prefix = len(raw), bytearray(b"\x0a")  # field 1, length-delimited
+    while size > 0x7F:
+        prefix.append(size & 0x7F | 0x80)
+        size >>= 7
+    prefix.append(size)
+    return bytes(prefix) + raw + body
 
 
 def submit_method(channel: Any) -> Any:
@@ -286,7 +303,11 @@ def submit_method(channel: Any) -> Any:
 def content_batch_id(request: es.SubmitPredictionsRequest) -> str:
     """A batch id derived from the content: re-sending the same predictions is a no-op."""
     body = es.SubmitPredictionsRequest(model=request.model, predictions=request.predictions)
-    return "c-" + hashlib.sha256(body.SerializeToString(deterministic=True)).hexdigest()[:32]
+    return _content_id(body.SerializeToString(deterministic=True))
+
+
+def _content_id(body: bytes) -> str:
+    return "c-" + hashlib.sha256(body).hexdigest()[:32]
 
 
 def _set_window(request: es.GetProfileRequest | es.WatchProfileRequest, window: Window) -> None:
