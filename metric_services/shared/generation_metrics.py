@@ -20,7 +20,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from nltk.tokenize.destructive import NLTKWordTokenizer
@@ -52,12 +52,28 @@ def _ngrams(tokens: tuple[str, ...], n: int) -> Counter[tuple[str, ...]]:
     return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
-def _precision(h: tuple[str, ...], g: tuple[str, ...], n: int) -> tuple[int, float]:
+class _Grams(NamedTuple):
+    """A text's tokens and its 1- and 4-gram counts: what BLEU_1 and BLEU_4 read of it."""
+
+    tokens: tuple[str, ...]
+    ones: Counter[tuple[str, ...]]
+    fours: Counter[tuple[str, ...]]
+
+
+def _grams(text: str) -> _Grams:
+    tokens = word_tokenize(text)
+    return _Grams(tokens, _ngrams(tokens, 1), _ngrams(tokens, 4))
+
+
+# A reference is scored against every output of its instance (the original, its variants, every model's),
+# by three families (accuracy and both worst cases): its counts are kept, the outputs' are not.
+_reference_grams = lru_cache(maxsize=1 << 12)(_grams)  # the instances of the last few batches
+
+
+def _precision(h: Counter[tuple[str, ...]], ref: Counter[tuple[str, ...]]) -> tuple[int, float]:
     """nltk's modified precision p_n: (clipped matches, p_n with method0's float_info.min for none)."""
-    counts = _ngrams(h, n) if len(h) >= n else Counter()
-    ref = _ngrams(g, n)
-    numerator = sum(min(c, ref[gram]) for gram, c in counts.items())
-    return numerator, (numerator / max(1, sum(counts.values())) if numerator else sys.float_info.min)
+    numerator = sum(min(c, ref[gram]) for gram, c in h.items())
+    return numerator, (numerator / max(1, sum(h.values())) if numerator else sys.float_info.min)
 
 
 def bleu_1_4(gold: str, pred: str) -> tuple[float, float]:
@@ -68,12 +84,15 @@ def bleu_1_4(gold: str, pred: str) -> tuple[float, float]:
     against nltk). p_2 and p_3 are left out: both weight vectors give them 0, and nltk's
     exp(fsum(w_n · log p_n)) adds only signed zeros for them (log p_n is finite), so the sum is
     log p_1 (BLEU_1) or log p_4 (BLEU_4) exactly."""
-    g, h = word_tokenize(gold), word_tokenize(pred)
-    matches, p1 = _precision(h, g, 1)
+    return _bleu_1_4(_reference_grams(gold), _grams(pred))
+
+
+def _bleu_1_4(g: _Grams, h: _Grams) -> tuple[float, float]:
+    matches, p1 = _precision(h.ones, g.ones)
     if matches == 0:
         return 0.0, 0.0
-    _, p4 = _precision(h, g, 4)
-    c, r = len(h), len(g)
+    _, p4 = _precision(h.fours, g.fours)
+    c, r = len(h.tokens), len(g.tokens)
     bp = 1.0 if c > r else math.exp(1 - r / c)
     return bp * math.exp(math.log(p1)), bp * math.exp(math.log(p4))
 
@@ -93,8 +112,17 @@ def generation_scores(references: Sequence[str], output: str) -> tuple[float, fl
     pred = output.strip()
     rl = b1 = b4 = 0.0
     tokens = rouge.tokenize(pred)  # rouge_l only: no n-gram counts (rouge.Prepared's) are needed
+    grams = _grams(pred)  # once for all references
     for gold in references:
-        rl = max(rl, rouge.rouge_l(rouge.tokenize(gold), tokens))
-        g1, g4 = bleu_1_4(gold, pred)
+        rl = max(rl, rouge.rouge_l(_reference_tokens(gold), tokens))
+        g1, g4 = _bleu_1_4(_reference_grams(gold), grams)
         b1, b4 = max(b1, g1), max(b4, g4)
     return rl, b1, b4
+
+
+@lru_cache(maxsize=1 << 12)
+def _reference_tokens(gold: str) -> list[str]:
+    """rouge.tokenize of a reference, kept (read only: rouge_l does not change its arguments)."""
+    from metric_services.shared import rouge
+
+    return rouge.tokenize(gold)

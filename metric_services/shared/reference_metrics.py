@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import string
+from functools import lru_cache
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -45,7 +46,7 @@ def quasi_prefix_exact_match(gold: str, pred: str) -> float:
     return 1.0 if normalize_text(pred).startswith(normalize_text(gold)) else 0.0
 
 
-def f_measure(reference: set[str], test: set[str], alpha: float = 0.5) -> float | None:
+def f_measure(reference: set[str] | frozenset[str], test: set[str], alpha: float = 0.5) -> float | None:
     """nltk.metrics.scores.f_measure: None when either set is empty."""
     if not reference or not test:
         return None
@@ -81,8 +82,7 @@ def scores(references: list[str], output: str) -> tuple[float, float, float, flo
     pred_tokens = set(norm_pred.split())
     em = qem = pem = qpem = f1 = 0.0
     for gold in references:
-        stripped_gold = gold.strip()
-        norm_gold = normalize_text(gold)
+        stripped_gold, norm_gold, gold_tokens = _reference(gold)
         if stripped_gold == pred:
             em = 1.0
         if norm_gold == norm_pred:
@@ -91,10 +91,18 @@ def scores(references: list[str], output: str) -> tuple[float, float, float, flo
             pem = 1.0
         if norm_pred.startswith(norm_gold):
             qpem = 1.0
-        f = f_measure(set(norm_gold.split()), pred_tokens)
+        f = f_measure(gold_tokens, pred_tokens)
         if f is not None and f > f1:
             f1 = f
     return (em, qem, pem, qpem, f1)
+
+
+@lru_cache(maxsize=1 << 12)
+def _reference(gold: str) -> tuple[str, str, frozenset[str]]:
+    """A reference stripped, normalized and as a token set: it is matched against every output of its
+    instance (the original, its variants, every model's) by three families, so it is kept."""
+    norm = normalize_text(gold)
+    return gold.strip(), norm, frozenset(norm.split())
 
 
 def score(references: list[str], output: str) -> dict[str, float]:
