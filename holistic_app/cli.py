@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
 from holistic.errors import ConfigError, InvalidArgument
-from holistic.settings import Settings, load_settings
 from holistic_app.cli_errors import OneLineErrors
 from holistic_app.families_cli import families as families_group
 from holistic_app.integrations_cli import COMMANDS as INTEGRATION_COMMANDS
@@ -23,10 +22,15 @@ from holistic_client.compare_cli import compare_command
 from holistic_client.report_cli import report_command
 from holistic_client.terminal import console, table, text
 
+if TYPE_CHECKING:
+    from holistic.settings import Settings
+
 err = Console(stderr=True)
 
 
 def _settings() -> Settings:
+    from holistic.settings import load_settings  # pydantic: ~0.1 s that `holistic submit` does not need
+
     try:
         return load_settings()
     except ConfigError as exc:
@@ -120,6 +124,8 @@ def gateway(address: str | None, processes: int | None) -> None:
         n = processes or settings.gateway_processes
         if n > 1:
             sys.exit(serve_processes(settings, address, n))
+        import asyncio
+
         asyncio.run(serve(settings, address))
     except (ConfigError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}")
@@ -185,6 +191,8 @@ def dashboard(
     try:
         where = address or settings.dashboard_address
         hosts = allowed_hosts.split(",")
+        import asyncio
+
         asyncio.run(serve(where, target, token, on_ready=ready, credentials=credentials, allowed_hosts=hosts))
     except OSError as exc:
         err.print(f"[red]error:[/red] {exc}")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
-import redis
 from rich.console import Console
 from rich.markup import escape
 
@@ -25,9 +25,12 @@ class OneLineErrors(click.Group):
             return super().invoke(ctx)
         except ConfigError as exc:
             fail(str(exc))
-        except redis.ConnectionError as exc:
-            fail(f"cannot reach Redis: {exc}")
-        except redis.RedisError as exc:
-            fail(f"Redis answered with an error: {exc}")
-        except OSError as exc:
-            fail(str(exc))
+        except Exception as exc:
+            redis = sys.modules.get("redis")  # imported by the commands that use it: `submit` does not
+            if redis is not None and isinstance(exc, redis.ConnectionError):
+                fail(f"cannot reach Redis: {exc}")
+            if redis is not None and isinstance(exc, redis.RedisError):
+                fail(f"Redis answered with an error: {exc}")
+            if isinstance(exc, OSError):
+                fail(str(exc))
+            raise

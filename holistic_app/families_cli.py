@@ -4,6 +4,7 @@ creating or removing a family's group without starting or stopping its workers."
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -11,21 +12,27 @@ from rich.markup import escape
 from rich.table import Table
 
 from holistic.errors import ConfigError
-from holistic.keys import Keys
-from holistic.redis_conn import sync_client
-from holistic.registry import installed, load_family
-from holistic.settings import Settings, load_settings
-from holistic.workqueue import WorkQueue
+
+if TYPE_CHECKING:
+    from holistic.settings import Settings
+    from holistic.workqueue import WorkQueue
 
 err = Console(stderr=True)
 
 
 def _queues(settings: Settings) -> list[WorkQueue]:
+    # imported here: redis and pydantic cost every `holistic` command ~0.2 s at start, `submit` included
+    from holistic.keys import Keys
+    from holistic.redis_conn import sync_client
+    from holistic.workqueue import WorkQueue
+
     client, keys = sync_client(settings), Keys(settings.key_prefix)
     return [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
 
 
 def _settings() -> Settings:
+    from holistic.settings import load_settings
+
     try:
         return load_settings()
     except ConfigError as exc:
@@ -49,6 +56,8 @@ def families_list() -> None:
     table = Table(title="metric families")
     for col in ("family", "version", "axis", "installed", "deployed", "backlog (batches)"):
         table.add_column(col)
+    from holistic.registry import installed, load_family
+
     for name in sorted(set(installed()) | set(backlog)):
         try:
             fam = load_family(name)
@@ -68,6 +77,8 @@ def families_list() -> None:
 def families_add(names: tuple[str, ...]) -> None:
     """Create the consumer groups of installed families: the gateway stamps batches for them from now on,
     and they wait for the families' workers."""
+    from holistic.registry import load_family
+
     settings = _settings()
     for name in names:
         try:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from holistic.classifiers.model_dir import ModelDir, ModelError, load_model_dir
 from holistic.errors import ConfigError
 from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.cli import models as served_models
+
+if TYPE_CHECKING:
+    from holistic.classifiers.model_dir import ModelDir
 
 console = Console(soft_wrap=True)
 
@@ -39,6 +42,8 @@ def _configured() -> Path | None:
 
 
 def _load(path: Path | None) -> ModelDir:
+    from holistic.classifiers.model_dir import ModelError, load_model_dir  # pydantic: not for every command
+
     try:
         return load_model_dir(path)
     except ModelError as exc:
@@ -94,6 +99,8 @@ def show(path: Path | None, as_json: bool) -> None:
 def export_detoxify(checkpoint: Path, config_dir: Path, int8: bool, tolerance: float, no_optimize: bool, force: bool,
                     out: Path) -> None:  # fmt: skip
     """Export a Detoxify checkpoint to a model directory (needs the `export` extra; never uses a hub)."""
+    from holistic.classifiers.model_dir import ModelError
+
     try:
         from holistic.classifiers.export_detoxify import export_detoxify as run_export
     except ImportError as exc:  # torch or transformers missing

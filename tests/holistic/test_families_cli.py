@@ -39,3 +39,15 @@ def test_an_uninstalled_family_is_refused_with_the_installed_ones(redis_url):
     result = CliRunner().invoke(main, ["families", "add", "astrology"], env={"REDIS_URL": redis_url})
     assert result.exit_code == 2
     assert "'astrology' is not installed; installed: accuracy, bias, calibration" in " ".join(result.output.split())
+
+
+def test_the_command_starts_without_redis_or_pydantic():
+    """`holistic submit` (and --help) loads neither redis nor pydantic settings: ~0.25 s of a CLI start
+    that every call paid, on the critical path of a file's first batch."""
+    import subprocess
+    import sys
+
+    heavy = ("redis", "pydantic", "pydantic_settings", "holistic.settings", "numpy")
+    code = f"import sys, holistic_app.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
