@@ -97,6 +97,7 @@ class Worker:
         self.queue = self.queues[0]
         self._next_block = 0
         self.pace = ReadPace(settings.read_count, settings.read_ahead_ms / 1000)
+        self._behind = False  # the last read got all it asked for: a backlog, not a trickle
         self.r = client
         self.group = self.family.name
         self.consumer = consumer or f"{self.group}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -184,15 +185,18 @@ class Worker:
             queue.ensure_group(self.group)  # the stream was deleted (or never existed): start over
             entries = queue.read(self.group, self.consumer, count, block)
         linger = self.settings.read_linger_ms
+        behind, self._behind = self._behind, len(entries) >= count
         if (
             block is not None
             and entries
             and len(entries) < count
+            and not behind
             and linger > 0
             and not self.stopping.wait(linger / 1000)
         ):
             # caught up: batches trickle in; the next ones within the linger share this read's apply
-            # (blocking reads only: a step's pass over several shards does not linger on each)
+            # (blocking reads only: a step's pass over several shards does not linger on each). The
+            # read that ends a backlog does not wait: what is left of it is applied at once.
             entries += queue.read(self.group, self.consumer, count - len(entries), None)
         if entries:
             started = time.process_time()  # CPU, not wall: a busy machine or Redis round trips do not shrink reads

@@ -83,6 +83,8 @@ MUTANTS = [
     Mutant("instance-day-of-our-clock", "holistic/instances.py", "now = seconds + micros / 1e6 + self.offset_s",
            "now = time.time() + self.offset_s", ["tests/holistic/test_instances.py"],
            "the day (and so the hash a new instance goes to) is this worker's clock's, not Redis's"),
+    Mutant("backlog-end-lingers", "metric_services/runner.py", "            and not behind\n", "",
+           ["tests/metric_services/test_coalesce.py"], "the last read of a backlog waits the linger for nothing"),
     Mutant("coalesced-split-ignored", "metric_services/runner.py", "if results[id(w)] == SPLIT:", "if False:",
            COALESCE_TESTS, "batches applied together are counted applied when the script refused them"),
     Mutant("coalesced-first-bit-only", "holistic/lua/apply.lua",

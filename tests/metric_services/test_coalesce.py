@@ -198,6 +198,25 @@ def test_a_read_that_got_less_than_it_asked_for_lingers_for_what_trickles_in(mak
     assert worker.counters.applied == 4 and r.xpending(KEYS.stream, "accuracy")["pending"] == 0
 
 
+def test_the_read_that_ends_a_backlog_does_not_linger_the_next_caught_up_one_does(make_worker, make_settings, r):
+    """Draining a backlog, reads get all they ask for; the one that gets the rest applies it at once
+    (a burst's last batches are not held back), and a read after that, caught up, lingers."""
+    worker = make_worker("accuracy", make_settings(read_ahead_ms=0, read_count=4, read_linger_ms=400))
+    submit(r, "accuracy", "m", time.time())  # six entries: a read of 4, then the last 2
+    assert worker.step(block_ms=1) == 4
+    started = time.monotonic()
+    assert worker.step(block_ms=1) == 2
+    assert time.monotonic() - started < 0.3
+    request = SubmitPredictionsRequest(batch_id="late", model="m", predictions=batch(9, time.time()))
+    header = BatchEnvelope(batch_id="late", model="m", sequence=9, families=["accuracy"])
+    header.accept_time.GetCurrentTime()
+    r.xadd(KEYS.stream, envelope.fields_for("m", 9, request.SerializeToString(), header))
+    started = time.monotonic()
+    assert worker.step(block_ms=1) == 1
+    assert time.monotonic() - started >= 0.4
+    assert worker.counters.applied == BATCHES + 1
+
+
 def test_a_worker_told_to_stop_does_not_linger(make_worker, make_settings, r):
     worker = make_worker("accuracy", make_settings(read_ahead_ms=0, read_linger_ms=10_000))
     submit(r, "accuracy", "m", time.time())
