@@ -30,13 +30,14 @@ done bit; the script first checks that every state it read is unchanged ('=' con
 for a new instance: absent, then set) and otherwise writes nothing and returns -1, and the runner
 reads again and retries. Every key goes through KEYS[] (cluster-safe: all under the model's hash tag).
 
-Why one absence check suffices: the day is Redis's (`TIME`, read in the same pipeline as the states),
-and an apply that creates instances checks that Redis's day is still the one it planned for ('@');
-so two replicas that both found an instance absent create it in the same day's hash, where the
-second one's 'n' fails. (Before, each replica used its own clock and checked yesterday's, today's and
-tomorrow's hashes: three conditions and twelve arguments per new instance instead of one and three.)
-Within CLOCK_STEP_S of midnight the neighbouring day's hash is checked as well, in case Redis's clock
-steps back or a failover lands on a node whose clock differs by less than that.
+Why one absence check suffices: the day is Redis's (`TIME`, by clock.lua on the hashes' node, read in
+the same pipeline as the states), and an apply that creates instances checks that Redis's day is
+still the one it planned for ('@'); so two replicas that both found an instance absent create it in
+the same day's hash, where the second one's 'n' fails. (Before, each replica used its own clock and
+checked yesterday's, today's and tomorrow's hashes: three conditions and twelve arguments per new
+instance instead of one and three.) Within CLOCK_STEP_S of midnight the neighbouring day's hash is
+checked as well, in case Redis's clock steps back or a failover lands on a node whose clock differs
+by less than that.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol
 
 from holistic.keys import Keys
+from holistic.scripts import source
 from holistic.stat_keys import key
 from holistic.stats import Stats
 
@@ -204,7 +206,9 @@ class InstanceStore:
     offset_s shifts Redis's clock as this store sees it (tests: any day, any time of day); the
     apply's '@' check applies the same shift, so production leaves it 0."""
 
-    def __init__(self, client: Any, keys: Keys, family: str, ttl_s: int, cap: int, offset_s: float = 0.0) -> None:
+    def __init__(
+        self, client: Any, keys: Keys, family: str, ttl_s: int, cap: int, offset_s: float = 0.0, cluster: bool = False
+    ) -> None:
         self.r = client
         self.keys = keys
         self.family = family
@@ -212,6 +216,8 @@ class InstanceStore:
         self.cap = cap
         self.offset_s = offset_s
         self._skew = offset_s  # Redis's clock (shifted) minus ours at the last read: which days to read
+        self._clock = client.register_script(source("clock"))
+        self.cluster = cluster  # a cluster pipeline refuses scripts: the clock is read before it
 
     def live_days(self, now: float) -> list[int]:
         """Days whose hash may still exist, and tomorrow (Redis's clock may have stepped back)."""
@@ -231,15 +237,18 @@ class InstanceStore:
         days = self.live_days(time.time() + self._skew)
         while True:
             pipe = self.r.pipeline(transaction=False)
-            pipe.time()  # first: the HMGETs run at or after this instant (one connection, in order)
-            for d in days:
-                pipe.hmget(self.keys.instances(model, self.family, d), [COUNT_FIELD, *names])
-            seconds, micros = (replies := pipe.execute())[0]
-            now = seconds + micros / 1e6 + self.offset_s
+            shards = [self.keys.instances(model, self.family, d) for d in days]
+            # first, on the hashes' node: the HMGETs run at or after this instant (one connection, in order)
+            clock = self._clock(keys=shards[:1]) if self.cluster else self._clock(keys=shards[:1], client=pipe)
+            for shard in shards:
+                pipe.hmget(shard, [COUNT_FIELD, *names])
+            replies = pipe.execute()
+            seconds, micros = clock if self.cluster else replies.pop(0)
+            now = int(seconds) + int(micros) / 1e6 + self.offset_s
             self._skew = now - time.time()
             wanted = self.live_days(now)
             if wanted == days:
-                return now, days, replies[1:]
+                return now, days, replies
             days = wanted
 
     def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float | None) -> Plan:

@@ -111,7 +111,8 @@ class Worker:
         self.counters = Counters()
         self.stopping = threading.Event()
         self._last_recover = 0.0
-        self.instances = InstanceStore(client, self.keys, self.group, settings.instance_ttl_s, settings.instance_cap)
+        ttl, cap = settings.instance_ttl_s, settings.instance_cap
+        self.instances = InstanceStore(client, self.keys, self.group, ttl, cap, cluster=settings.redis_cluster)
         self._signatures: dict[str, tuple[str, bytes]] = {}  # model -> this worker's signature: id, bytes
         self._recorded: set[str] = set()  # models whose signature an apply of this process has written
 
