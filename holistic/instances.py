@@ -230,10 +230,11 @@ class InstanceStore:
         if late:
             by_minute.setdefault(min(r.minute for r in rows), Stats()).incr(LATE, late)
 
-    def _read(self, model: str, names: list[str]) -> tuple[float, list[int], list[Any]]:
-        """Redis's time (shifted), the live days and, per day, the HMGET of "#n" and names: one round
-        trip. Which days to read is guessed with our clock and the last skew; a guess that Redis's
-        clock proves wrong (our clock moved across a day boundary against Redis's) is read again."""
+    def _read(self, model: str, names: list[str]) -> tuple[float, list[int], list[str], list[Any]]:
+        """Redis's time (shifted), the live days, their hashes' keys and, per day, the HMGET of "#n" and
+        names: one round trip. Which days to read is guessed with our clock and the last skew; a guess
+        that Redis's clock proves wrong (our clock moved across a day boundary against Redis's) is read
+        again."""
         days = self.live_days(time.time() + self._skew)
         while True:
             pipe = self.r.pipeline(transaction=False)
@@ -248,7 +249,7 @@ class InstanceStore:
             self._skew = now - time.time()
             wanted = self.live_days(now)
             if wanted == days:
-                return now, days, replies
+                return now, days, shards, replies
             days = wanted
 
     def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float | None) -> Plan:
@@ -258,8 +259,7 @@ class InstanceStore:
         parts = fold_rows(spec, rows)
         names = sorted(parts)
         row_counts = Counter(r.instance for r in rows)
-        now, days, replies = self._read(model, names)
-        shard_keys = [self.keys.instances(model, self.family, d) for d in days]
+        now, days, shard_keys, replies = self._read(model, names)
         found: dict[str, tuple[int, bytes]] = {}
         live = 0
         for i, reply in enumerate(replies):
