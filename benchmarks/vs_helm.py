@@ -234,7 +234,7 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
         elapsed = max(caught.values())
         cpu.update({" ".join(cmd): cpu_seconds(p.pid) - cpu0[p.pid] for cmd, p in zip(commands, procs, strict=True)})
         cpu["redis"] = _redis_cpu(r) - redis0
-        commands_us = {k: float(v["usec"]) for k, v in r.info("commandstats").items()}
+        commands_us = {k: (float(v["usec"]), int(v["calls"])) for k, v in r.info("commandstats").items()}
     return {"elapsed": elapsed, "submitted": submitted_s, "caught": caught, "cpu": cpu, "redis": commands_us}
 
 
@@ -424,8 +424,8 @@ def main() -> None:
     for name in ("client", "gateway", "redis"):
         c = mid["cpu"][name]
         print(f"  {name:<16}{'':>8}{c:>8.1f}{1e6 * c / rows:>10.1f}")
-    top = sorted(mid["redis"].items(), key=lambda kv: -kv[1])[:6]
-    by_command = ", ".join(f"{k.removeprefix('cmdstat_')} {v / rows:.1f}" for k, v in top)
+    top = sorted(mid["redis"].items(), key=lambda kv: -kv[1][0])[:6]
+    by_command = ", ".join(f"{k.removeprefix('cmdstat_')} {us / rows:.1f} ({calls:,} calls)" for k, (us, calls) in top)
     print(f"  redis by command (scripts include their calls), us/prediction: {by_command}")
     if args.profile:
         print_profile(args.profile / f"run{runs.index(mid)}", rows)

@@ -24,6 +24,7 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
+from holistic import heap
 from holistic.families import Family, Partial, as_partial, prediction_minute
 from holistic.faults import Faults
 from holistic.instances import InstanceStore, StateConflict
@@ -135,6 +136,8 @@ class Worker:
             queue.ensure_group(self.group)
         streams = ", ".join(q.stream for q in self.queues)
         log.info("worker %s consuming %s as %s", self.group, streams, self.consumer)
+        heap.settle()
+        settled = False  # once more after the first entries: their lazy imports and models stay too
         delay = 0.1
         while not self.stopping.is_set():
             try:
@@ -142,7 +145,9 @@ class Worker:
                 if now - self._last_recover >= self.settings.recover_interval_s:
                     self._last_recover = now
                     self.recover()
-                self.step()
+                if self.step() and not settled:
+                    heap.settle()
+                    settled = True
                 delay = 0.1
             except (*RETRYABLE, StateConflict, redis.exceptions.NoScriptError) as exc:  # the entry stays pending
                 log.warning("%s; retrying in %.1fs", exc, delay)
