@@ -131,13 +131,16 @@ class Worker:
         return known
 
     # --- the loop --------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, settle_heap: bool = False) -> None:
+        """settle_heap: the process is this worker's (holistic/heap.py): freeze the heap at start and
+        after the first entries (their lazy imports and models)."""
         for queue in self.queues:
             queue.ensure_group(self.group)
         streams = ", ".join(q.stream for q in self.queues)
         log.info("worker %s consuming %s as %s", self.group, streams, self.consumer)
-        heap.settle()
-        settled = False  # once more after the first entries: their lazy imports and models stay too
+        if settle_heap:
+            heap.settle()
+        settled = not settle_heap
         delay = 0.1
         while not self.stopping.is_set():
             try:
@@ -436,5 +439,5 @@ class Worker:
 def run_worker(family: str | Family, settings: Settings, client: redis.Redis) -> Worker:
     worker = Worker(family, settings, client)
     worker.install_signal_handlers()
-    worker.run()
+    worker.run(settle_heap=True)
     return worker
