@@ -94,7 +94,8 @@ class InstanceSpec(Protocol):
         ...
 
     def thresholds(self, quantity: str) -> tuple[float, ...]:
-        """Values t for which `quantity|ge:<t>` counts the instances with value >= t."""
+        """Values t for which `quantity|ge:<t>` counts the instances with value >= t. A spec whose
+        quantities have none may say so with a class attribute `thresholded = False` (read once)."""
         ...
 
 
@@ -154,41 +155,103 @@ def _moment_fields(quantity: str) -> tuple[str, str, str]:
     return key(quantity, "n"), key(quantity, "sum"), key(quantity, "sumsq")
 
 
-def _contribute(
-    spec: InstanceSpec, instance: str, state: State, sign: int, out: dict[int, Stats], derived: dict[str, float]
-) -> None:
-    """Add (sign +1) or take back (-1) the instance's quantities `derived` (spec.derive of state) in its minute."""
-    st = out.get(state.minute)
-    if st is None:
-        st = out[state.minute] = Stats()
-    ints, floats = st.ints, st.floats  # the additive fields, written directly: once per quantity and instance
-    thresholds = spec.thresholds
-    for q, v in derived.items():
-        n, total, squares = _moment_fields(q)
-        ints[n] = ints.get(n, 0) + sign
-        floats[total] = floats.get(total, 0.0) + sign * v
-        floats[squares] = floats.get(squares, 0.0) + sign * v * v
-        for t in thresholds(q):
-            if v >= t:
-                st.incr(key(q, at_least(t)), sign)
+Fields = tuple[str, str, str, tuple[tuple[float, str], ...]]
 
 
-def deltas(spec: InstanceSpec, instance: str, old: State | None, new: State, out: dict[int, Stats]) -> None:
-    """Add to `out` (by minute) what changes in the aggregates when the instance goes from old to new."""
+class _QuantityFields(dict[str, Fields]):
+    """A quantity's fields (n, sum, sumsq) and its thresholds with their count fields, asked of the
+    spec once per quantity name (for one plan: a spec's thresholds may depend on its settings)."""
+
+    def __init__(self, spec: InstanceSpec) -> None:
+        super().__init__()
+        self.spec = spec
+
+    def __missing__(self, q: str) -> Fields:
+        out = self[q] = (*_moment_fields(q), tuple((t, key(q, at_least(t))) for t in self.spec.thresholds(q)))
+        return out
+
+
+class _Sums:
+    """Instances' contributions summed per (minute, quantity) as [n, sum, sumsq], then spread into
+    their statistics fields once per quantity (`into`) instead of once per instance: each field gets
+    the same additions in the same order, from zero, so the floats are those of adding them one by
+    one into empty statistics."""
+
+    def __init__(self, spec: InstanceSpec) -> None:
+        self.fields = _QuantityFields(spec)
+        self.thresholded = getattr(spec, "thresholded", True)  # False: no quantity has thresholds
+        self.by_minute: dict[int, dict[str, list[float]]] = {}
+        self.counts: dict[int, dict[str, int]] = {}  # minute -> threshold count field -> count
+
+    def add(self, state: State, sign: int, derived: dict[str, float]) -> None:
+        """Add (sign +1) or take back (-1) the quantities `derived` (spec.derive of state) in its minute."""
+        sums = self.by_minute.get(state.minute)
+        if sums is None:
+            sums = self.by_minute[state.minute] = {}
+        fields = self.fields if self.thresholded else None
+        for q, v in derived.items():
+            acc = sums.get(q)
+            if acc is None:
+                sums[q] = [sign, 0.0 + sign * v, 0.0 + sign * v * v]
+            else:
+                acc[0] += sign
+                acc[1] += sign * v
+                acc[2] += sign * v * v
+            thresholds = fields[q][3] if fields is not None else ()
+            if thresholds:
+                counts = self.counts.setdefault(state.minute, {})
+                for t, count in thresholds:
+                    if v >= t:
+                        counts[count] = counts.get(count, 0) + sign
+
+    def into(self, out: dict[int, Stats]) -> None:
+        for minute, sums in self.by_minute.items():
+            st = out.get(minute)
+            if st is None:
+                st = out[minute] = Stats()
+            ints, floats = st.ints, st.floats
+            for q, (n, total, squares) in sums.items():
+                fn, ftotal, fsquares, _ = self.fields[q]
+                ints[fn] = ints.get(fn, 0) + int(n)
+                floats[ftotal] = floats.get(ftotal, 0.0) + total
+                floats[fsquares] = floats.get(fsquares, 0.0) + squares
+            for count, c in self.counts.get(minute, {}).items():
+                ints[count] = ints.get(count, 0) + c
+        self.by_minute.clear()
+        self.counts.clear()
+
+
+def _changed(spec: InstanceSpec, instance: str, old: State | None, new: State, sums: _Sums) -> None:
     derived = spec.derive(instance, new.slots)
     if old is not None:
         before = spec.derive(instance, old.slots)
         if old.minute == new.minute and before == derived:
             return
-        _contribute(spec, instance, old, -1, out, before)
-    _contribute(spec, instance, new, +1, out, derived)
+        sums.add(old, -1, before)
+    sums.add(new, +1, derived)
+
+
+def deltas(spec: InstanceSpec, instance: str, old: State | None, new: State, out: dict[int, Stats]) -> None:
+    """Add to `out` (by minute) what changes in the aggregates when the instance goes from old to new."""
+    sums = _Sums(spec)
+    derived = spec.derive(instance, new.slots)
+    if old is not None:
+        before = spec.derive(instance, old.slots)
+        if old.minute == new.minute and before == derived:
+            return
+        sums.add(old, -1, before)
+        sums.into(out)  # each contribution added to out in turn, as out's floats expect
+    sums.add(new, +1, derived)
+    sums.into(out)
 
 
 def aggregate(spec: InstanceSpec, states: Mapping[str, State]) -> dict[int, Stats]:
     """The aggregates of final states computed from scratch: what streaming must add up to."""
     out: dict[int, Stats] = {}
+    sums = _Sums(spec)
     for instance, state in states.items():
-        _contribute(spec, instance, state, +1, out, spec.derive(instance, state.slots))
+        sums.add(state, +1, spec.derive(instance, state.slots))
+    sums.into(out)
     return out
 
 
@@ -226,9 +289,14 @@ class InstanceStore:
     def late(self, rows: list[Row], accept_s: float, by_minute: dict[int, Stats]) -> None:
         """Count one batch's rows produced before its instances' state could still be live (accepted
         at accept_s), in the batch's first minute."""
-        late = sum(1 for r in rows if r.minute * 60 < accept_s - self.ttl_s)
-        if late:
-            by_minute.setdefault(min(r.minute for r in rows), Stats()).incr(LATE, late)
+        if not rows:
+            return
+        minutes = [r.minute for r in rows]
+        first = min(minutes)
+        if first * 60 >= accept_s - self.ttl_s:  # the usual case: none is late
+            return
+        late = sum(1 for m in minutes if m * 60 < accept_s - self.ttl_s)
+        by_minute.setdefault(first, Stats()).incr(LATE, late)
 
     def _read(self, model: str, names: list[str]) -> tuple[float, list[int], list[str], list[Any]]:
         """Redis's time (shifted), the live days, their hashes' keys and, per day, the HMGET of "#n" and
@@ -256,9 +324,10 @@ class InstanceStore:
         """accept_s None: the caller counts late rows itself (batches applied together, see late)."""
         if not rows:
             return Plan({}, {})
-        parts = fold_rows(spec, rows)
+        parts = fold_rows(spec, rows)  # fresh states, this plan's own: a new instance's is used as it is
         names = sorted(parts)
-        row_counts = Counter(r.instance for r in rows)
+        row_counts: Counter[str] | None = None  # rows per instance: only for rows left out past the cap
+        sums = _Sums(spec)  # the aggregates' deltas, into by_minute at the end
         now, days, shard_keys, replies = self._read(model, names)
         found: dict[str, tuple[int, bytes]] = {}
         live = 0
@@ -285,14 +354,14 @@ class InstanceStore:
             hit = found.get(name)
             if hit is None:
                 if created >= room:
+                    row_counts = row_counts or Counter(r.instance for r in rows)
                     by_minute.setdefault(part.minute, Stats()).incr(OVER_CAP, row_counts[name])
                     continue
                 for i in also:
                     ops[i] += ("!", name, "")
                 created += 1
-                new = merge(spec, None, part)
-                ops[today] += ("n", name, new.encode())
-                deltas(spec, name, None, new, by_minute)
+                ops[today] += ("n", name, part.encode())
+                _changed(spec, name, None, part, sums)
                 continue
             shard, raw = hit
             text = raw.decode()
@@ -302,7 +371,8 @@ class InstanceStore:
             encoded = new.encode()
             if encoded != text:
                 ops[shard] += ("s", name, encoded)
-                deltas(spec, name, old, new, by_minute)
+                _changed(spec, name, old, new, sums)
+        sums.into(by_minute)
         if created:
             ops[today] += ("i", COUNT_FIELD, created, "@", repr(self.offset_s), day)
         if accept_s is not None:

@@ -39,6 +39,8 @@ CF_UNSCORED = "cf_unscored"
 class CounterfactualSpec:
     """InstanceSpec of the counterfactual pairs (quantities as in the module docstring)."""
 
+    thresholded = False  # holistic/instances.py: no quantity has thresholds
+
     def reducer(self, slot: str) -> Reducer:
         return "max"
 

@@ -57,6 +57,8 @@ def _judgments_slot(rels: Mapping[str, int]) -> str:
 class QuerySpec:
     """InstanceSpec of a ranking query; `derive` applies the family's settings (track, valid_topk)."""
 
+    thresholded = False  # holistic/instances.py: no quantity has thresholds
+
     def __init__(self, config: RetrievalConfig) -> None:
         self.config = config
         # compute's values of the batch's judged rankings, by instance, with the slots they are of:

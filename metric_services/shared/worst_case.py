@@ -60,6 +60,8 @@ PER_INSTANCE = frozenset(METRICS) | frozenset(GENERATION_METRICS)
 class WorstCaseSpec:
     """InstanceSpec: every slot reduced with min; quantities as in the module docstring."""
 
+    thresholded = False  # holistic/instances.py: no quantity has thresholds
+
     def reducer(self, slot: str) -> Reducer:
         return "min"
 
