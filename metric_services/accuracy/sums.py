@@ -58,7 +58,7 @@ class Sums:
         refs = p.references
         judged = p.HasField("correct")
         if refs:
-            values = scores(list(refs), p.output)
+            values = scores(refs, p.output)
             self.ref_n += 1
             ref = self.ref
             for i, v in enumerate(values):

@@ -97,7 +97,7 @@ def prediction_score(
         return 1.0 if p.correct else 0.0
     if not by_references:
         return None
-    values = by_refs.exact() if by_refs is not None else scores(list(p.references), p.output)
+    values = by_refs.exact() if by_refs is not None else scores(p.references, p.output)
     return values[i]  # type: ignore[index]
 
 

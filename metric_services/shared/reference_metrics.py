@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Sequence
 from functools import lru_cache
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -73,8 +74,15 @@ METRICS = {
 BINARY = frozenset(METRICS) - {"f1_score"}
 
 
-def scores(references: list[str], output: str) -> tuple[float, float, float, float, float]:
+def scores(references: Sequence[str], output: str) -> tuple[float, float, float, float, float]:
     """The five metrics in METRICS order, each the max over references, for one output."""
+    return _scores(tuple(references), output)
+
+
+@lru_cache(maxsize=1 << 13)
+def _scores(references: tuple[str, ...], output: str) -> tuple[float, float, float, float, float]:
+    """scores, kept: a multiple-choice or classification output and its references ("B" against "B",
+    "no" against "yes") repeat across most rows, and three families score every row."""
     pred = output.strip()
     if not pred:
         return (0.0, 0.0, 0.0, 0.0, 0.0)
@@ -105,6 +113,6 @@ def _reference(gold: str) -> tuple[str, str, frozenset[str]]:
     return gold.strip(), norm, frozenset(norm.split())
 
 
-def score(references: list[str], output: str) -> dict[str, float]:
+def score(references: Sequence[str], output: str) -> dict[str, float]:
     """Every metric by name, each the max over references, for one (stripped) output."""
     return dict(zip(METRICS, scores(references, output), strict=True))
