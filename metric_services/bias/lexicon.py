@@ -65,17 +65,25 @@ def tokens(text: str) -> list[str]:
 
 
 def text_counts(text: str, lex: Lexicon) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
-    """Per demographic: group-word counts; per target category: target-word counts."""
-    groups: dict[str, Counter[str]] = {d: Counter() for d in lex.word_group}
-    targets: dict[str, Counter[str]] = {c: Counter() for c in lex.targets}
+    """Per demographic: group-word counts; per target category: target-word counts. Only what the
+    text has: a demographic or category without a word in it is left out (most texts have none,
+    and a counter each cost more than the lookups)."""
+    groups: dict[str, Counter[str]] = {}
+    targets: dict[str, Counter[str]] = {}
     index = lex.index
     for t in tokens(text):
         hit = index.get(t)
         if hit is not None:
             for d, g in hit[0]:
-                groups[d][g] += 1
+                counts = groups.get(d)
+                if counts is None:
+                    counts = groups[d] = Counter()
+                counts[g] += 1
             for c, w in hit[1]:
-                targets[c][w] += 1
+                counts = targets.get(c)
+                if counts is None:
+                    counts = targets[c] = Counter()
+                counts[w] += 1
     return groups, targets
 
 
