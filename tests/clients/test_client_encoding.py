@@ -7,7 +7,7 @@ import random
 import pytest
 
 from holistic.v1 import evaluation_service_pb2 as es
-from holistic_client.client import Client, canonical_bytes, content_batch_id, with_batch_id
+from holistic_client.client import Client, canonical_bytes, content_batch_id, request_body, with_batch_id
 from tests.gateway.test_columns import demo_batch
 
 
@@ -34,3 +34,17 @@ def test_submit_sends_the_content_id_and_the_canonical_bytes(monkeypatch):
     assert sent[0] == expected.SerializeToString(deterministic=True)
     expected.batch_id = "mine"
     assert sent[1] == expected.SerializeToString(deterministic=True)
+
+
+@pytest.mark.parametrize("model", ["", "m", "modèle-" + "x" * 300])
+@pytest.mark.parametrize("n", [0, 1, 40])
+def test_the_body_from_each_prediction_is_the_request_s_canonical_encoding(model, n):
+    preds = demo_batch(random.Random(5), n, rankings=True) if n else []
+    for i, p in enumerate(preds):
+        p.groups.update({"zeta": "1", "alpha": "2", "mid": str(i)})  # map entries sorted only when deterministic
+        p.output = "y" * (i * 20)  # encodings on both sides of every varint length boundary up to 16 KiB
+        p.input = "é" * (i * 100)
+    if preds:
+        preds[0].MergeFromString(b"\xa0\x1f\x07")  # field 500, varint 7: unknown, kept as it is
+    request = es.SubmitPredictionsRequest(model=model, predictions=preds)
+    assert request_body(model, preds) == request.SerializeToString(deterministic=True)
