@@ -102,7 +102,7 @@ def submit(
     connect: Connect,
 ) -> None:  # fmt: skip
     """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON)."""
-    total = _count_lines(file)
+    total = None if no_progress else _count_lines(file)  # a pass over the file, for the bar alone
     with connect(target) as client, Progress(
         TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
         console=make_console(True), disable=no_progress, transient=True,
