@@ -7,14 +7,44 @@ import math
 import sys
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
-from metric_services.shared.generation_metrics import BLEU_1, BLEU_4, bleu, generation_scores, word_tokenize
+from metric_services.shared.generation_metrics import (
+    BLEU_1,
+    BLEU_4,
+    bleu,
+    generation_scores,
+    nltk_word_tokenize,
+    word_tokenize,
+)
 
 
 def test_word_tokenize_is_punkt_then_treebank():
     assert word_tokenize("Hello, world. It isn't here!") == ("Hello", ",", "world", ".", "It", "is", "n't", "here", "!")
     assert word_tokenize("") == ()
+
+
+# Words, Treebank's special ones among them, and what sits next to the plain-text path's edges.
+_WORDS = st.sampled_from(["a", "The", "cat", "B", "U", "2020", "x1", "cannot", "Gonna", "gimmes", "wanna",
+                          "lemme", "gotta", "can", "not", "Mr", "no"])  # fmt: skip
+_GLUE = st.sampled_from([" ", ", ", ",", "  ", ". ", ".", "'", " '", "-", "? ", "!", "; ", ": ", " (", ") "])
+_TEXTS = st.builds(
+    lambda first, rest, end: first + "".join(g + w for g, w in rest) + end,
+    _WORDS, st.lists(st.tuples(_GLUE, _WORDS), max_size=8), st.sampled_from(["", ".", "..", ",", " ", "?", ".'"]),
+)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TEXTS)
+@example("a cousin from the mountains")
+@example("to follow the clues it contained, I guess.")
+@example("He cannot go, gonna stay.")
+@example("Plan B.")
+@example("1, 2, 3.")
+def test_plain_text_is_split_as_nltk_splits_it(text):
+    assert word_tokenize.__wrapped__(text) == nltk_word_tokenize(text)
 
 
 def test_hand_worked_scores():
