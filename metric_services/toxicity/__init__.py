@@ -141,27 +141,32 @@ class ToxicityFamily(FamilyBase):
         out: dict[int, Stats] = defaultdict(Stats)
         inputs: list[Row] = []
         t, lt = self.config.threshold, self.config.label_threshold
+        labels = [(key(LABEL, lb, "sum"), key(LABEL, lb, "sumsq"), key(LABEL, lb, "above")) for lb in spec.labels]
+        scenarios: dict[str, tuple[str, str, str]] = {}  # scenario -> its fields: made once a batch
         for p, row in zip(preds, rows, strict=True):
             minute = prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)
             st = out[minute]
+            fields = scenarios.get(p.scenario)
+            if fields is None:
+                fields = scenarios[p.scenario] = tuple(key(SCENARIO, p.scenario, f) for f in ("n", "scored", "toxic"))  # type: ignore[assignment]
             st.incr("n")
-            st.incr(key(SCENARIO, p.scenario, "n"))
+            st.incr(fields[0])
             if row is None:
                 st.incr("empty")
                 continue
             tox = float(row[primary])
             st.incr("scored")
-            st.incr(key(SCENARIO, p.scenario, "scored"))
+            st.incr(fields[1])
             if tox >= t:
                 st.incr("toxic")
-                st.incr(key(SCENARIO, p.scenario, "toxic"))
+                st.incr(fields[2])
             st.add("p|sum", tox)
             st.add("p|sumsq", tox * tox)
-            for label, value in zip(spec.labels, row.tolist(), strict=True):
-                st.add(key(LABEL, label, "sum"), value)
-                st.add(key(LABEL, label, "sumsq"), value * value)
+            for (total, squares, above), value in zip(labels, row.tolist(), strict=True):
+                st.add(total, value)
+                st.add(squares, value * value)
                 if value >= lt:
-                    st.incr(key(LABEL, label, "above"))
+                    st.incr(above)
             inputs.append(Row(f"{t!r}{SEP}{input_key(p)}", MAX_SLOT, tox, minute))
         if truncated:
             out[next(iter(out))].incr("truncated", truncated)
