@@ -148,7 +148,12 @@ class ToxicityFamily(FamilyBase):
             st = out[minute]
             fields = scenarios.get(p.scenario)
             if fields is None:
-                fields = scenarios[p.scenario] = tuple(key(SCENARIO, p.scenario, f) for f in ("n", "scored", "toxic"))  # type: ignore[assignment]
+                scn = p.scenario
+                fields = scenarios[scn] = (
+                    key(SCENARIO, scn, "n"),
+                    key(SCENARIO, scn, "scored"),
+                    key(SCENARIO, scn, "toxic"),
+                )
             st.incr("n")
             st.incr(fields[0])
             if row is None:
