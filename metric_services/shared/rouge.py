@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from nltk.stem.porter import PorterStemmer
@@ -133,13 +134,18 @@ def score_prepared(target: Prepared, pred: Prepared) -> tuple[Score, Score, Scor
     )
 
 
+# A reference is scored against every model's output of its instance: its tokens and counts are kept
+# (read only: scoring reads a Counter's missing keys without adding them).
+_prepared_reference = lru_cache(maxsize=4096)(Prepared)
+
+
 def score(references: Sequence[str], prediction: str) -> tuple[Score, Score, Score]:
     """Max-F (rouge_1, rouge_2, rouge_l) over the references, each type on its own."""
     pred = Prepared(prediction)
     best = [ZERO, ZERO, ZERO]
     first = True
     for ref in references:
-        scores = score_prepared(Prepared(ref), pred)
+        scores = score_prepared(_prepared_reference(ref), pred)
         for i, s in enumerate(scores):
             if first or s.fmeasure > best[i].fmeasure:
                 best[i] = s

@@ -34,6 +34,7 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 import numpy as np
 from sacrebleu.metrics import BLEU, CHRF
@@ -67,17 +68,24 @@ def _word_ngrams(tokens: list[str], max_n: int) -> Counter[tuple[str, ...]]:
     return counts
 
 
+@lru_cache(maxsize=4096)
+def _bleu_reference(ref: str) -> tuple[int, Counter[tuple[str, ...]]]:
+    """A reference's token count and n-gram counts, kept (read only): every model's output of an
+    instance is scored against it."""
+    tokens = _BLEU._preprocess_segment(ref).split()
+    return len(tokens), _word_ngrams(tokens, _BLEU.max_ngram_order)
+
+
 def bleu_segment(hypothesis: str, references: Sequence[str]) -> list[int]:
     """[hyp length, closest ref length, correct 1..4, total 1..4], as sacrebleu's BLEU extracts them."""
     preprocess, max_n = _BLEU._preprocess_segment, _BLEU.max_ngram_order
     ref_counts: Counter[tuple[str, ...]] = Counter()
     ref_lens = []
     for i, ref in enumerate(references):
-        tokens = preprocess(ref).split()
-        ref_lens.append(len(tokens))
-        counts = _word_ngrams(tokens, max_n)
+        length, counts = _bleu_reference(ref)
+        ref_lens.append(length)
         if i == 0:
-            ref_counts = counts
+            ref_counts = counts if len(references) == 1 else Counter(counts)  # the kept one stays as it is
         else:  # clipped by the most frequent reference, as sacrebleu merges them
             for gram, k in counts.items():
                 if k > ref_counts[gram]:

@@ -24,6 +24,8 @@ tokenized alike.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)+|\w+|\S")  # \S after \w+: any other non-space character
@@ -41,7 +43,7 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def fragment_lengths(summary: list[str], source: list[str]) -> list[int]:
+def fragment_lengths(summary: Sequence[str], source: Sequence[str]) -> list[int]:
     """Lengths of the greedy extractive fragments of summary in source, in summary order."""
     wanted = set(summary)
     positions: dict[str, list[int]] = {}
@@ -81,10 +83,16 @@ def remove_braces(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=1024)
+def _source_tokens(source_text: str) -> tuple[str, ...]:
+    """A source's tokens, kept: every model's summary of an instance reads the same source."""
+    return tuple(tokenize(remove_braces(source_text)))
+
+
 def fragment_stats(summary_text: str, source_text: str) -> FragmentStats:
     """The statistics of the summary (already stripped of surrounding whitespace, as HELM strips the
     completion) against its source, both without HELM's surrounding braces."""
-    summary, source = tokenize(remove_braces(summary_text)), tokenize(remove_braces(source_text))
+    summary, source = tokenize(remove_braces(summary_text)), _source_tokens(source_text)
     n = len(summary)
     if n == 0:
         return FragmentStats(0.0, 0.0, 0.0, 0, len(source))
