@@ -188,6 +188,16 @@ class _Sums:
         sums = self.by_minute.get(state.minute)
         if sums is None:
             sums = self.by_minute[state.minute] = {}
+        if sign == 1 and not self.thresholded:  # the common case, a new instance: 1 * v is v exactly
+            for q, v in derived.items():
+                acc = sums.get(q)
+                if acc is None:
+                    sums[q] = [1, 0.0 + v, 0.0 + v * v]
+                else:
+                    acc[0] += 1
+                    acc[1] += v
+                    acc[2] += v * v
+            return
         fields = self.fields if self.thresholded else None
         for q, v in derived.items():
             acc = sums.get(q)
