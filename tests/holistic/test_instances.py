@@ -101,6 +101,15 @@ def test_thresholds_count_instances_at_or_above():
     assert f[2] == {"tox|n": 1, "tox|sum": 0.1, "tox|sumsq": pytest.approx(0.01)}  # nothing >= 0.5
 
 
+def test_new_instances_add_their_values_and_squares():
+    # worst case (no thresholds): a 0.5 and b 0.25 in minute 1, c 0.75 in minute 2; binary fractions, exact
+    a, b, c = (SEP.join(("s", "m", q)) for q in "abc")
+    rows = [Row(a, "o", 0.5, 1), Row(b, "o", 0.25, 1), Row(c, "o", 0.75, 2)]
+    f = flat(aggregate(SPEC, fold_rows(SPEC, rows)))
+    assert (f[1]["s|m|worst|n"], f[1]["s|m|worst|sum"], f[1]["s|m|worst|sumsq"]) == (2, 0.75, 0.3125)
+    assert (f[2]["s|m|worst|n"], f[2]["s|m|worst|sum"], f[2]["s|m|worst|sumsq"]) == (1, 0.75, 0.5625)
+
+
 def _apply(worker: Worker, store: InstanceStore, rows: list[Row], seq: int, accept_s: float = 0.0) -> int:
     plan = store.plan("m", SPEC, rows, accept_s)
     w = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", len(rows), {}, None, accept_s)
