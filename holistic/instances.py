@@ -231,28 +231,32 @@ class _Sums:
         self.counts.clear()
 
 
-def _changed(spec: InstanceSpec, instance: str, old: State | None, new: State, sums: _Sums) -> None:
+def _changed(
+    spec: InstanceSpec,
+    instance: str,
+    old: State | None,
+    new: State,
+    sums: _Sums,
+    out: dict[int, Stats] | None = None,
+) -> None:
+    """Sum what changes in the aggregates when the instance goes from old to new; with `out`, spread
+    each contribution into it in turn (its floats may hold sums already: the order of additions)."""
     derived = spec.derive(instance, new.slots)
     if old is not None:
         before = spec.derive(instance, old.slots)
         if old.minute == new.minute and before == derived:
             return
         sums.add(old, -1, before)
+        if out is not None:
+            sums.into(out)
     sums.add(new, +1, derived)
+    if out is not None:
+        sums.into(out)
 
 
 def deltas(spec: InstanceSpec, instance: str, old: State | None, new: State, out: dict[int, Stats]) -> None:
     """Add to `out` (by minute) what changes in the aggregates when the instance goes from old to new."""
-    sums = _Sums(spec)
-    derived = spec.derive(instance, new.slots)
-    if old is not None:
-        before = spec.derive(instance, old.slots)
-        if old.minute == new.minute and before == derived:
-            return
-        sums.add(old, -1, before)
-        sums.into(out)  # each contribution added to out in turn, as out's floats expect
-    sums.add(new, +1, derived)
-    sums.into(out)
+    _changed(spec, instance, old, new, _Sums(spec), out)
 
 
 def aggregate(spec: InstanceSpec, states: Mapping[str, State]) -> dict[int, Stats]:
