@@ -47,16 +47,17 @@ class ReferenceScores:
 
     def __init__(self, p: pb.Prediction) -> None:
         self.p = p
-        self._refs: list[str] | None = None
+        self._refs: tuple[str, ...] | None = None
         self._exact: tuple[float, ...] | None = None
         self._generation: tuple[float, float, float] | None = None
         self._ranking: dict[str, float] | None = None
         self._ranked = False
 
     @property
-    def references(self) -> list[str]:
+    def references(self) -> tuple[str, ...]:
+        """A tuple: reference_metrics.scores keys its cache on one (tuple() of a tuple is itself)."""
         if self._refs is None:
-            self._refs = list(self.p.references)
+            self._refs = tuple(self.p.references)
         return self._refs
 
     def exact(self) -> tuple[float, ...]:
