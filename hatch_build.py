@@ -1,5 +1,5 @@
-"""Hatch build hook: generate the protobuf stubs and compile the gateway's C wire proof before every
-build (wheel or editable)."""
+"""Hatch build hook: generate the protobuf stubs and compile the C modules (gateway wire proof,
+client JSON line encoder) before every build (wheel or editable)."""
 
 from __future__ import annotations
 
@@ -35,12 +35,12 @@ class ProtoBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             native.build(root)
         except (OSError, subprocess.CalledProcessError) as exc:  # no compiler: the gateway's Python path
             detail = getattr(exc, "stderr", "") or exc
-            print(f"holistic: the gateway's C wire proof was not built ({detail}); it will use the Python proof",
-                  file=sys.stderr)  # fmt: skip
+            print(f"holistic: the C modules were not built ({detail}); the gateway will use the Python proof,"
+                  " the client its Python parser", file=sys.stderr)  # fmt: skip
             return
         if self.target_name == "wheel" and version != "editable":
             for module in native.SOURCES:
                 lib = native.target(root, module)
-                build_data["force_include"][str(lib)] = str(lib.relative_to(root))
+                build_data["force_include"][str(lib)] = native.wheel_path(root, module)
             build_data["pure_python"] = False
             build_data["infer_tag"] = True

@@ -1,9 +1,11 @@
-"""Compile the gateway's C wire proof (gateway/_wireproof.c) into an extension module beside it.
+"""Compile the C extension modules (the gateway's wire proof, the client's JSON line encoder) beside
+their sources.
 
 Built, never committed, like the protobuf stubs: run by the hatch build hook (any pip install) and by
 ./dev. Only a C compiler and the Python headers are needed, no setuptools. Where neither is there
-(a slim container building from source), the gateway runs without it: gateway/wire_proof.py falls
-back to the pure-Python proof and says so once in its log.
+(a slim container building from source), each runs without its module: gateway/wire_proof.py falls
+back to the pure-Python proof and says so once in its log; holistic_client/json_wire.py parses every
+line in Python.
 """
 
 from __future__ import annotations
@@ -16,7 +18,20 @@ import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = {"gateway/_wireproof": "gateway/_wireproof.c"}
+SOURCES = {
+    "gateway/_wireproof": "gateway/_wireproof.c",
+    "clients/python/holistic_client/_jsonline": "clients/python/holistic_client/_jsonline.c",
+}
+PACKAGE_DIRS = {"clients/python/": ""}  # source folder prefix -> where the package sits in a wheel
+
+
+def wheel_path(root: Path, module: str) -> str:
+    """Where a built module goes in the wheel: beside its package's files."""
+    path = str(target(root, module).relative_to(root))
+    for prefix, installed in PACKAGE_DIRS.items():
+        if path.startswith(prefix):
+            return installed + path[len(prefix) :]
+    return path
 
 
 def target(root: Path, module: str) -> Path:
@@ -48,7 +63,8 @@ def main() -> int:
     except (OSError, subprocess.CalledProcessError) as exc:
         detail = getattr(exc, "stderr", "") or exc
         print(
-            f"the gateway's C wire proof was not built ({detail}); the gateway uses the Python proof", file=sys.stderr
+            f"the C modules were not built ({detail}); the gateway uses the Python proof, the client its Python parser",
+            file=sys.stderr,
         )
         return 1
     return 0

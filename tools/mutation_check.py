@@ -36,6 +36,8 @@ PROOF = "gateway/_wireproof.c"
 KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
 COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
 MEMO_TESTS = ["tests/holistic/test_shared_memo.py"]
+JSONLINE = "clients/python/holistic_client/_jsonline.c"
+JSONLINE_TESTS = ["tests/clients/test_json_wire.py", "tests/clients/test_prediction_json.py"]
 ENCODER_TESTS = [
     "tests/metric_services/summarization/test_encoder.py",
     "tests/metric_services/summarization/test_pipeline.py",
@@ -232,6 +234,30 @@ MUTANTS = [
            "a replica whose compute raised keeps its claims: siblings wait a whole lease"),
     Mutant("memo-not-passed", "metric_services/summarization/scoring.py", "encoder.encode(list(index), memo)",
            "encoder.encode(list(index), None)", ENCODER_TESTS, "a worker's replicas never share their embeddings"),
+    Mutant("jsonline-map-sort", JSONLINE, "(a->key_n > b->key_n ? -1 : 1)", "(a->key_n > b->key_n ? 1 : -1)",
+           JSONLINE_TESTS, "the client's map entries are sorted otherwise than upb's: another content id"),
+    Mutant("jsonline-map-duplicates", JSONLINE, "if (i && entry_order(&entries[i - 1], e) == 0) return 0;", "",
+           JSONLINE_TESTS, "a group key given twice is sent twice instead of refused as json_format refuses it"),
+    Mutant("jsonline-negative-zero", JSONLINE, "if (integral && v == 0.0) v = 0.0;", "", JSONLINE_TESTS,
+           "an integer -0 is sent as -0.0 where json_format reads +0.0"),
+    Mutant("jsonline-presence", JSONLINE, "int always = f->repeated || f->presence;", "int always = f->repeated;",
+           JSONLINE_TESTS, "an explicit confidence of 0 or correct=false is dropped: the prediction changes"),
+    Mutant("jsonline-key-order", JSONLINE, "if (ordered) return put(out, seg->d, seg->n);",
+           "if (ordered || 1) return put(out, seg->d, seg->n);", JSONLINE_TESTS,
+           "keys out of field order give bytes out of field order: not the canonical encoding"),
+    Mutant("jsonline-utf8-surrogates", JSONLINE, "hi = b == 0xED ? 0x9F : 0xBF", "hi = 0xBF", JSONLINE_TESTS,
+           "a surrogate's UTF-8 bytes pass as text: the gateway refuses a line Python's decoder refuses"),
+    Mutant("jsonline-lone-low-surrogate", JSONLINE, "if (cp >= 0xDC00 && cp <= 0xDFFF) return 0;", "",
+           JSONLINE_TESTS, "an escaped lone surrogate is written as text json_format refuses"),
+    Mutant("jsonline-duplicate-key", JSONLINE, "if (seen & (1ULL << i)) return 0;", "", JSONLINE_TESTS,
+           "a field given twice (or under both its names) is sent twice"),
+    Mutant("jsonline-leap-year", JSONLINE, "int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;",
+           "int leap = y % 4 == 0;", JSONLINE_TESTS, "1900-02-29 is taken as a date"),
+    Mutant("jsonline-trailing", JSONLINE, "if (!ok || c->p != c->end) {", "if (!ok) {", JSONLINE_TESTS,
+           "text after the object is ignored where json_format refuses the line"),
+    Mutant("jsonline-not-used", "clients/python/holistic_client/jsonl.py",
+           "got = None if _ENCODE is None else _ENCODE(raw)", "got = None", JSONLINE_TESTS,
+           "the file reader never takes the C path"),
 ]  # fmt: skip
 
 

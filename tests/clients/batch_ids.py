@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from holistic.v1 import evaluation_service_pb2 as es
+from holistic.v1.prediction_pb2 import Prediction
 from holistic_client.client import Client, content_batch_id
 from holistic_client.jsonl import read_predictions
 
@@ -20,7 +21,8 @@ class _Recorder(Client):
         super().__init__("127.0.0.1:1")  # a lazy channel: nothing connects
         self.sent: list[tuple[str, str, str]] = []
 
-    def submit(self, predictions, *, batch_id=None, model=""):  # type: ignore[no-untyped-def,override]
+    def submit_encoded(self, encoded, *, batch_id=None, model=""):  # type: ignore[no-untyped-def,override]
+        predictions = [Prediction.FromString(data) for data in encoded]
         request = es.SubmitPredictionsRequest(model=model, predictions=predictions)
         self.sent.append((content_batch_id(request), str(len(predictions)), predictions[0].model or model))
         return es.SubmitPredictionsResponse(accepted_count=len(predictions))

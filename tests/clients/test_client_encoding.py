@@ -7,7 +7,7 @@ import random
 import pytest
 
 from holistic.v1 import evaluation_service_pb2 as es
-from holistic_client.client import Client, canonical_bytes, content_batch_id, request_body, with_batch_id
+from holistic_client.client import Client, canonical_bytes, content_batch_id, encoded, request_body, with_batch_id
 from tests.gateway.test_columns import demo_batch
 
 
@@ -47,4 +47,4 @@ def test_the_body_from_each_prediction_is_the_request_s_canonical_encoding(model
     if preds:
         preds[0].MergeFromString(b"\xa0\x1f\x07")  # field 500, varint 7: unknown, kept as it is
     request = es.SubmitPredictionsRequest(model=model, predictions=preds)
-    assert request_body(model, preds) == request.SerializeToString(deterministic=True)
+    assert request_body(model, encoded(preds)) == request.SerializeToString(deterministic=True)

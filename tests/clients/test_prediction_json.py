@@ -1,4 +1,9 @@
-"""The fast JSON line parser answers exactly as json_format.Parse: the same message bytes, or the same error."""
+"""The fast JSON line parsers answer exactly as json_format.Parse: the same message bytes, or the same error.
+
+Two of them: prediction_json (Python, a dict to the message's constructor) and json_wire (C, the line
+straight to deterministic wire bytes). Every case here holds both to json_format; the C one may also
+say "not sure" (None), and then the Python one decides.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +21,12 @@ from hypothesis import strategies as st
 import holistic
 from holistic.v1.prediction_pb2 import Prediction
 from holistic_client import jsonl
+from holistic_client.json_wire import encoder
 from holistic_client.jsonl import read_predictions
 from holistic_client.prediction_json import JsonParser
 
 PARSER = JsonParser(Prediction)
+ENCODE = encoder(Prediction.DESCRIPTOR, "model")
 SAMPLE = Path(holistic.__file__).parent / "data" / "demo_predictions.jsonl.gz"
 
 
@@ -34,8 +41,29 @@ def reference(text: str) -> Prediction:
     return json_format.Parse(text, Prediction())
 
 
-def assert_same(text: str) -> None:
-    assert outcome(PARSER.parse, text) == outcome(reference, text), text
+def wire_outcome(text: str) -> tuple[str, bytes, str] | None:
+    """The C encoder's answer for text as a file's bytes: None (not sure) or ("ok", bytes, model).
+    A text with a lone surrogate is not UTF-8 in a file: its bytes (surrogatepass) must be refused."""
+    assert ENCODE is not None, "the C module is built by ./dev and any pip install"
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        assert ENCODE(text.encode("utf-8", "surrogatepass")) is None, text
+        return None
+    got = ENCODE(raw + b"\n")
+    return None if got is None else ("ok", *got)
+
+
+def assert_same(text: str) -> bool:
+    """Both fast parsers agree with json_format; True when the C encoder was sure."""
+    expected = outcome(reference, text)
+    assert outcome(PARSER.parse, text) == expected, text
+    wire = wire_outcome(text)
+    if wire is None:
+        return False
+    assert wire[:2] == expected, text
+    assert wire[2] == reference(text).model, text
+    return True
 
 
 # Well-formed values of each kind, in the canonical spelling (the fast path), and weird ones: the other
@@ -258,14 +286,26 @@ def test_every_line_of_the_demo_sample_parses_to_the_same_message() -> None:
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
         lines = [line.rstrip("\n") for line in fh]
     assert len(lines) > 7000
-    for line in lines:
-        assert_same(line)
+    assert all([assert_same(line) for line in lines])  # every canonical line takes the C path
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated(), st.booleans())
 def test_random_objects_give_the_same_message_or_error(value: dict[str, Any], ascii_only: bool) -> None:
     assert_same(json.dumps(value, ensure_ascii=ascii_only, allow_nan=True))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(predictions, st.booleans(), st.booleans())
+def test_well_formed_objects_take_the_c_path(value: dict[str, Any], ascii_only: bool, spaced: bool) -> None:
+    """Plain values of every field, either name, any key order, whitespace: the C encoder is sure, and right."""
+    for text in [
+        json.dumps(value, ensure_ascii=ascii_only, indent=1 if spaced else None),
+        json.dumps(dict(reversed(value.items())), ensure_ascii=ascii_only),  # the bytes still in field order
+    ]:
+        utf8 = text.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") == text  # no lone surrogate
+        # json_format refuses what it refuses (a key twice once both surrogate spellings are escaped alike)
+        assert assert_same(text) == (utf8 and outcome(reference, text)[0] == "ok"), text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -156,6 +156,12 @@ class Client:
         self, predictions: Sequence[Prediction], *, batch_id: str | None = None, model: str = ""
     ) -> es.SubmitPredictionsResponse:
         """Submit one batch; retried safely, since the same batch_id and content is idempotent."""
+        return self.submit_encoded(encoded(predictions), batch_id=batch_id, model=model)
+
+    def submit_encoded(
+        self, predictions: Sequence[bytes], *, batch_id: str | None = None, model: str = ""
+    ) -> es.SubmitPredictionsResponse:
+        """submit() for predictions given as their deterministic encodings (what Line.data holds)."""
         body = request_body(model, predictions)
         # the request's canonical bytes are the batch id's field (number 1) then the body: serialized once
         return self._call(self._submit, with_batch_id(batch_id or _content_id(body), body))  # type: ignore[return-value]
@@ -172,12 +178,12 @@ class Client:
         report = SubmitReport()
         pending: dict[str, list[Line]] = {}
         for line in lines:
-            if line.prediction is None:
+            if line.data is None:
                 report.rejected.append((line.number, "", line.error))
                 if on_batch:
                     on_batch(1)
                 continue
-            key = line.prediction.model or model
+            key = line.model or model
             chunk = pending.setdefault(key, [])
             chunk.append(line)
             if len(chunk) >= batch_size:
@@ -192,7 +198,7 @@ class Client:
         lines = len(chunk)
         while chunk:
             try:
-                response = self.submit([line.prediction for line in chunk], model=model)  # type: ignore[misc]
+                response = self.submit_encoded([line.data for line in chunk], model=model)  # type: ignore[misc]
             except InvalidPredictions as err:
                 bad: dict[int, list[tuple[str, str]]] = {}
                 for path, reason in err.violations:
@@ -288,14 +294,18 @@ def with_batch_id(batch_id: str, body: bytes) -> bytes:
     return _tagged(b"\x0a", raw) + body  # field 1, length-delimited
 
 
-def request_body(model: str, predictions: Sequence[Prediction]) -> bytes:
-    """canonical_bytes of SubmitPredictionsRequest(model=model, predictions=predictions), from each
-    prediction's own deterministic encoding: a request built from the messages copies every one of
-    them first (a tenth of the client's time). Fields in number order: model (2), then each
-    prediction (3, length-delimited), as deterministic encoding writes them."""
+def encoded(predictions: Iterable[Prediction]) -> list[bytes]:
+    """Each prediction's deterministic encoding, what request_body takes."""
+    return [p.SerializeToString(deterministic=True) for p in predictions]
+
+
+def request_body(model: str, predictions: Iterable[bytes]) -> bytes:
+    """canonical_bytes of SubmitPredictionsRequest(model=model, predictions=...), from each prediction's
+    own deterministic encoding: a request built from the messages copies every one of them first (a
+    tenth of the client's time). Fields in number order: model (2), then each prediction (3,
+    length-delimited), as deterministic encoding writes them."""
     parts = [_tagged(b"\x12", model.encode())] if model else []
-    for p in predictions:
-        parts.append(_tagged(b"\x1a", p.SerializeToString(deterministic=True)))
+    parts.extend(_tagged(b"\x1a", p) for p in predictions)
     return b"".join(parts)
 
 
@@ -318,7 +328,7 @@ def submit_method(channel: Any) -> Any:
 
 def content_batch_id(request: es.SubmitPredictionsRequest) -> str:
     """A batch id derived from the content: re-sending the same predictions is a no-op."""
-    return _content_id(request_body(request.model, request.predictions))
+    return _content_id(request_body(request.model, encoded(request.predictions)))
 
 
 def _content_id(body: bytes) -> str:
