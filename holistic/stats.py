@@ -6,11 +6,13 @@ for bit), and reading a window merges hashes the same way. A field's merge rule 
 fields ending in "|min" keep the minimum, "|max" the maximum, every other field adds. So any split
 of the stream into batches, in any order, folds to the same numbers (up to float addition order).
 
-Histograms (sketch bins) are one field "<name>|hist" holding a JSON object of bin -> count, merged
-bin by bin inside apply.lua: one field per histogram instead of one per bin, which was most of
-Redis's work otherwise. Read back, bin b of histogram <name> appears as the field "<name>|<b>".
-A capped histogram (bump(..., cap=N)) turns into the marker "over" once it holds more than N bins,
-and stays so: whatever the order of merges, it is over exactly when the union has more than N
+Histograms (sketch bins) are one field "<name>|hist" holding JSON objects of bin -> count, one a
+line: a merged base, then each apply's bins appended as they came, merged into a new base by
+apply.lua once they are as long as it (one field per histogram instead of one per bin, which was
+most of Redis's work; an apply costs its own bins, not the history's). Read back, the lines are
+summed and bin b of histogram <name> appears as the field "<name>|<b>". A capped histogram
+(bump(..., cap=N)) has a first line "#N"; it turns into the marker "over" once it holds more than N
+bins, and stays so: whatever the order of merges, it is over exactly when the union has more than N
 bins. Read back, an over histogram appears as the field "<name>|over" = 1 and no bins.
 """
 
@@ -146,10 +148,11 @@ class Folded(Fields):
                 field = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
                 if field.endswith(HIST_SUFFIX):
                     text = raw_value.decode() if isinstance(raw_value, bytes) else raw_value
-                    if text == OVER:
+                    bins = None if text == OVER else _stored_bins(text)
+                    if bins is None:
                         out[key(field[: -len(HIST_SUFFIX)], OVER)] = 1.0
                     else:
-                        _add_bins(out, field, json.loads(text))
+                        _add_bins(out, field, bins)
                     continue
                 value = float(raw_value)
                 rule = merge_rule(field)
@@ -188,6 +191,23 @@ class Folded(Fields):
         if len(own) == len(self._v):
             return self, {}
         return Folded(own), {k[n:]: v for k, v in self._v.items() if k.startswith(SIGNATURE_PREFIX)}
+
+
+def _stored_bins(text: str) -> dict[str, float] | None:
+    """A histogram field's bins, its lines summed in order (apply.lua); None when a capped one holds
+    more bins than its cap (over, though not merged into the marker yet)."""
+    cap = None
+    if text.startswith("#"):
+        head, _, text = text.partition("\n")
+        cap = int(head[1:])
+    if "\n" not in text:
+        bins: dict[str, float] = json.loads(text)
+    else:
+        bins = {}
+        for line in text.split("\n"):
+            for b, n in json.loads(line).items():
+                bins[b] = bins.get(b, 0) + n
+    return None if cap is not None and len(bins) > cap else bins
 
 
 def _add_bins(out: dict[str, float], field: str, bins: Mapping[str, float]) -> None:

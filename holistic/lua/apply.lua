@@ -13,7 +13,7 @@
 -- the check (a cluster keeps the work stream in another slot)
 -- then for each hash, in KEYS order: ttl seconds (0: keep), op count, then op triples
 -- (op, field, value) with op one of  i: add an integer  f: add a float  <: keep min  >: keep max
--- h: merge a JSON object of bin -> count into the field's JSON object, bin by bin
+-- h: add a JSON object of bin -> count to the field's histogram (see hist_append below)
 -- H: the same, value "<cap> <json>": past cap bins the field becomes "over" for good
 -- s: set   =: condition, the field holds value   !: condition, the field is absent
 -- n: condition, the field is absent; then set (a new instance)
@@ -117,10 +117,41 @@ for _, h in ipairs(hashes) do
   end
 end
 
-local function merge_bins(current, value)
-  local merged = cjson.decode(current)
-  for bin, n in pairs(cjson.decode(value)) do merged[bin] = (merged[bin] or 0) + n end
-  return merged
+-- A histogram field holds JSON objects of bin -> count, one a line: the first the merged base, each
+-- after it one apply's bins appended as they came, never decoded on the way in. When the appended
+-- lines reach the base's length, every line is merged into a new base (decode, add, encode once). So
+-- an apply costs about the bins it brings, not the whole history's (decoding and re-encoding a coarse
+-- tier's thousands of bins on every apply was most of Redis's time for calibration), and a field
+-- holds at most about twice its merged size. A capped histogram's field starts with a line "#<cap>";
+-- a merge past the cap turns it "over" for good; readers (holistic/stats.py) sum the lines and see it
+-- over exactly when the union of its bins is past the cap. A field written before, one JSON object
+-- (or "over"), reads and grows the same way.
+local function hist_merge(lines, cap)
+  local merged, count = {}, 0
+  for line in string.gmatch(lines, '[^\n]+') do
+    for bin, n in pairs(cjson.decode(line)) do
+      local was = merged[bin]
+      if was == nil then
+        count = count + 1
+        merged[bin] = n
+      else
+        merged[bin] = was + n
+      end
+    end
+  end
+  if cap and count > cap then return 'over' end
+  local text = cjson.encode(merged)
+  return cap and ('#' .. cap .. '\n' .. text) or text
+end
+
+local function hist_append(now, bins, cap)
+  if not now then return cap and hist_merge(bins, cap) or bins end  -- absent (HMGET gives false)
+  local body = now
+  if string.byte(now, 1) == 35 then body = string.sub(now, string.find(now, '\n', 1, true) + 1) end  -- '#<cap>'
+  local nl = string.find(body, '\n', 1, true)
+  local base = nl and nl - 1 or #body
+  if #body - base + #bins >= base then return hist_merge(body .. '\n' .. bins, cap) end
+  return (cap and ('#' .. cap .. '\n') or '') .. body .. '\n' .. bins
 end
 
 -- new values of every hash (ops in order, so a field written twice sees its first write)
@@ -148,15 +179,11 @@ for w, h in ipairs(hashes) do
       end
       new = now and string.format('%.17g', sum) or text[o]  -- a new field: formatted once per block
     elseif op == 'h' then
-      new = now and cjson.encode(merge_bins(now, arg)) or arg
+      new = hist_append(now, arg, nil)
     elseif op == 'H' then
       if now ~= 'over' then
         local sp = string.find(arg, ' ', 1, true)
-        local cap = tonumber(string.sub(arg, 1, sp - 1))
-        local merged = merge_bins(now or '{}', string.sub(arg, sp + 1))
-        local count = 0
-        for _ in pairs(merged) do count = count + 1 end
-        new = count > cap and 'over' or cjson.encode(merged)
+        new = hist_append(now, string.sub(arg, sp + 1), tonumber(string.sub(arg, 1, sp - 1)))
       end
     elseif op == 's' or op == 'n' then
       new = arg

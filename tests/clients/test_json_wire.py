@@ -103,7 +103,8 @@ def test_a_huge_line_then_small_ones():
 def test_files_read_the_same_without_the_c_module(tmp_path, monkeypatch):
     with gzip.open(SAMPLE, "rb") as fh:
         body = b"".join(fh.read().splitlines(keepends=True)[:1500])
-    body += b'{"task": 6}\n{"id": "\xff"}\n{not json\n{"timing": {"latency": "-1s"}}\n{"groups": {"a": "1", "a": "2"}}\n'
+    body += b'{"task": 6}\n{"id": "\xff"}\n{not json\n'
+    body += b'{"timing": {"latency": "-1s"}}\n{"groups": {"a": "1", "a": "2"}}\n'
     path = tmp_path / "p.jsonl"
     path.write_bytes(body)
 
