@@ -24,7 +24,7 @@ client, gateway and workers under cProfile timed by CPU time (benchmarks/cpu_pro
 where the time goes, not for the figure) and prints each one's CPU microseconds per prediction by stage.
 
     python -m benchmarks.vs_helm [--rows 90000] [--runs 3] [--helm-rows 1500,4500] [--profile DIR]
-                                 [--by-family ROWS] [--batch-size 500]
+                                 [--by-family ROWS] [--batch-size 500] [--redis-by-family]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import json
 import math
 import os
 import pstats
+import re
 import resource
 import subprocess
 import sys
@@ -172,8 +173,40 @@ def _children_cpu() -> float:
     return u.ru_utime + u.ru_stime
 
 
-def service_run(path: Path, rows: int, families: list[str], profile: Path | None, batch: int = BATCH) -> dict[str, Any]:
-    """Submit the file with the CLI; seconds until each family's group has applied every entry."""
+# a script's keys name its family: the done bitmap, a statistics tier, an instance-state hash (holistic/keys.py)
+_FAMILY_KEY = re.compile(r"\}:(?:done|st|inst|sig):([^:\s]+)")
+
+
+class ScriptTime:
+    """Redis's time in scripts per family, from SLOWLOG (threshold 0: every command), drained as it
+    fills; a script whose keys name no family is the gateway's. Slowlog costs Redis a little time."""
+
+    def __init__(self, r: redis.Redis) -> None:
+        self.r = r
+        self.us: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        r.config_set("slowlog-max-len", 100_000)
+        r.config_set("slowlog-log-slower-than", 0)
+        r.slowlog_reset()
+
+    def drain(self) -> None:
+        entries = self.r.execute_command("SLOWLOG", "GET", "-1")
+        self.r.slowlog_reset()
+        for entry in entries:
+            args = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in entry[3]]
+            if not args or args[0].upper() not in ("EVALSHA", "EVAL"):
+                continue
+            m = _FAMILY_KEY.search(" ".join(args[3:]))
+            family = m.group(1) if m else "gateway"
+            self.us[family] += float(entry[2])
+            self.calls[family] += 1
+
+
+def service_run(
+    path: Path, rows: int, families: list[str], profile: Path | None, batch: int = BATCH, scripts: bool = False
+) -> dict[str, Any]:
+    """Submit the file with the CLI; seconds until each family's group has applied every entry.
+    scripts: also Redis's script time per family (ScriptTime)."""
     env = {
         "HOLISTIC_BACKLOG_MAX_BATCHES": "100000",
         "HOLISTIC_FAMILIES": ",".join(families),
@@ -201,6 +234,7 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
         cpu0 = {p.pid: cpu_seconds(p.pid) for p in procs}
         redis0 = _redis_cpu(r)
         r.config_resetstat()
+        script_time = ScriptTime(r) if scripts else None
         client_py = ["-m", "benchmarks.cpu_profile", str(profile / "client.prof")] if profile else []
         submit = [sys.executable, *client_py, "-m", "holistic_app", "submit", str(path), "--no-progress",
                   "--target", address, "--batch-size", str(batch)]  # fmt: skip
@@ -216,6 +250,8 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
             time.sleep(0.05)
             t = time.perf_counter() - start
             history.append((t, _groups(r, stream)))
+            if script_time is not None and len(history) % 10 == 0:
+                script_time.drain()
             if t > 900:
                 raise TimeoutError(f"families not caught up after 900 s: {sorted(set(families) - set(caught))}")
             if client.poll() is None:
@@ -235,7 +271,12 @@ def service_run(path: Path, rows: int, families: list[str], profile: Path | None
         cpu.update({" ".join(cmd): cpu_seconds(p.pid) - cpu0[p.pid] for cmd, p in zip(commands, procs, strict=True)})
         cpu["redis"] = _redis_cpu(r) - redis0
         commands_us = {k: (float(v["usec"]), int(v["calls"])) for k, v in r.info("commandstats").items()}
-    return {"elapsed": elapsed, "submitted": submitted_s, "caught": caught, "cpu": cpu, "redis": commands_us}
+        if script_time is not None:
+            script_time.drain()
+    out = {"elapsed": elapsed, "submitted": submitted_s, "caught": caught, "cpu": cpu, "redis": commands_us}
+    if script_time is not None:
+        out["scripts"] = {f: (us, script_time.calls[f]) for f, us in script_time.us.items()}
+    return out
 
 
 # --- each family alone (--by-family) ---------------------------------------------------------
@@ -364,6 +405,9 @@ def main() -> None:
     ap.add_argument("--profile", type=Path, help="write cProfile files of client, gateway and workers here")
     ap.add_argument("--by-family", type=int, metavar="ROWS", help="also each family alone over ROWS rows: CPU split")
     ap.add_argument("--batch-size", type=int, default=BATCH, help="predictions per batch, as submitted")
+    ap.add_argument(
+        "--redis-by-family", action="store_true", help="Redis's script time per family (SLOWLOG; costs Redis a little)"
+    )
     args = ap.parse_args()
     families = registry.installed()
     if args.profile:
@@ -396,7 +440,7 @@ def main() -> None:
             prof = args.profile / f"run{i}" if args.profile else None
             if prof:
                 prof.mkdir(exist_ok=True)
-            runs.append(service_run(path, rows, families, prof, args.batch_size))
+            runs.append(service_run(path, rows, families, prof, args.batch_size, args.redis_by_family))
             print(f"  service run {i + 1}: {runs[-1]['elapsed']:.2f} s (submit done {runs[-1]['submitted']:.2f} s), "
                   f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
         if args.by_family:
@@ -427,6 +471,12 @@ def main() -> None:
     top = sorted(mid["redis"].items(), key=lambda kv: -kv[1][0])[:6]
     by_command = ", ".join(f"{k.removeprefix('cmdstat_')} {us / rows:.1f} ({calls:,} calls)" for k, (us, calls) in top)
     print(f"  redis by command (scripts include their calls), us/prediction: {by_command}")
+    if "scripts" in mid:
+        parts = sorted(mid["scripts"].items(), key=lambda kv: -kv[1][0])
+        each = ", ".join(
+            f"{f} {us / rows:.1f} ({calls:,} calls, {us / 1e3 / calls:.1f} ms each)" for f, (us, calls) in parts
+        )
+        print(f"  redis scripts by family (SLOWLOG), us/prediction: {each}")
     if args.profile:
         print_profile(args.profile / f"run{runs.index(mid)}", rows)
     print(f"load average after: {'/'.join(f'{x:.2f}' for x in os.getloadavg())}")
