@@ -267,7 +267,7 @@ MUTANTS = [
     Mutant("jsonline-trailing", JSONLINE, "if (!ok || c->p != c->end) {", "if (!ok) {", JSONLINE_TESTS,
            "text after the object is ignored where json_format refuses the line"),
     Mutant("jsonline-not-used", "clients/python/holistic_client/jsonl.py",
-           "got = None if _ENCODE is None else _ENCODE(raw)", "got = None", JSONLINE_TESTS,
+           "got = None if encode is None else encode(raw)", "got = None", JSONLINE_TESTS,
            "the file reader never takes the C path"),
 ]  # fmt: skip
 
