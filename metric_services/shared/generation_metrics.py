@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from nltk.tokenize.destructive import NLTKWordTokenizer
@@ -68,21 +68,19 @@ def nltk_word_tokenize(text: str) -> tuple[str, ...]:
     return tuple(tok for sent in sentences.tokenize(text) for tok in words.tokenize(sent))
 
 
-def _ngrams(tokens: tuple[str, ...], n: int) -> Counter[tuple[str, ...]]:
-    return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
-
-
 class _Grams(NamedTuple):
-    """A text's tokens and its 1- and 4-gram counts: what BLEU_1 and BLEU_4 read of it."""
+    """A text's tokens and its 1- and 4-gram counts: what BLEU_1 and BLEU_4 read of it. Unigrams are
+    counted by the token itself, not a 1-tuple, and 4-grams by zipping four shifted views: the same
+    counts under other keys (both sides of a precision are made here), ~2x and ~1.4x faster."""
 
     tokens: tuple[str, ...]
-    ones: Counter[tuple[str, ...]]
-    fours: Counter[tuple[str, ...]]
+    ones: Counter[str]
+    fours: Counter[tuple[str, str, str, str]]
 
 
 def _grams(text: str) -> _Grams:
-    tokens = word_tokenize(text)
-    return _Grams(tokens, _ngrams(tokens, 1), _ngrams(tokens, 4))
+    t = word_tokenize(text)
+    return _Grams(t, Counter(t), Counter(zip(t, t[1:], t[2:], t[3:], strict=False)))
 
 
 # A reference is scored against every output of its instance (the original, its variants, every model's),
@@ -90,7 +88,7 @@ def _grams(text: str) -> _Grams:
 _reference_grams = lru_cache(maxsize=1 << 12)(_grams)  # the instances of the last few batches
 
 
-def _precision(h: Counter[tuple[str, ...]], ref: Counter[tuple[str, ...]]) -> tuple[int, float]:
+def _precision(h: Counter[Any], ref: Counter[Any]) -> tuple[int, float]:
     """nltk's modified precision p_n: (clipped matches, p_n with method0's float_info.min for none)."""
     numerator = sum(min(c, ref[gram]) for gram, c in h.items())
     return numerator, (numerator / max(1, sum(h.values())) if numerator else sys.float_info.min)
