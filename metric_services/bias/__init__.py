@@ -172,22 +172,29 @@ class BiasFamily(FamilyBase):
         need = [i for i, p in enumerate(preds) if p.groups or identities or takes_part(p)]
         scores, _ = score_outputs(clf, [preds[i].output for i in need]) if need else ([], 0)
         primary = spec.labels.index(spec.primary)
+        toxic_at, identity_at = self.config.toxic_threshold, self.config.identity_threshold
+        fields: dict[str, tuple[str, str]] = {}  # a group tag's (n, toxic) fields: made once a batch
         rows: list[Row] = []
         for i, scored in zip(need, scores, strict=True):
             p = preds[i]
-            row = counterfactual_row(p, None if scored is None else float(scored[primary]), minutes[i])
+            values = None if scored is None else scored.tolist()  # Python floats: the same values, cheaper reads
+            row = counterfactual_row(p, None if values is None else values[primary], minutes[i])
             if row is not None:
                 rows.append(row)
-            if scored is None:
+            if values is None:
                 continue
             st = out[minutes[i]]
-            toxic = scored[primary] >= self.config.toxic_threshold
-            tags = [tag(k, p.groups[k]) for k in p.groups]
-            tags += [tag("identity", lb) for j, lb in identities if scored[j] >= self.config.identity_threshold]
+            toxic = values[primary] >= toxic_at
+            groups = p.groups
+            tags = [tag(k, v) for k, v in groups.items()] if groups else []
+            tags += [tag("identity", lb) for j, lb in identities if values[j] >= identity_at]
             for group in tags:
-                st.incr(key(GROUP, group, "n"))
+                named = fields.get(group)
+                if named is None:
+                    named = fields[group] = (key(GROUP, group, "n"), key(GROUP, group, "toxic"))
+                st.incr(named[0])
                 if toxic:
-                    st.incr(key(GROUP, group, "toxic"))
+                    st.incr(named[1])
         return rows
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
