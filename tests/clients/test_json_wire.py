@@ -154,3 +154,28 @@ def test_calendar_days_as_json_format_counts_them(stamp):
         assert ENCODE(raw) is None
         return
     assert ENCODE(raw) == (expected, "")
+
+
+def test_a_changed_prediction_is_what_is_sent(tmp_path):
+    """The demo moves produced_at on the lines it read: data and model follow the message once it was
+    asked for (a line's bytes from C must not hide the change)."""
+    from tests.clients.batch_ids import _Recorder
+
+    with gzip.open(SAMPLE, "rb") as fh:
+        (tmp_path / "p.jsonl").write_bytes(b"".join(fh.read().splitlines(keepends=True)[:40]))
+    lines = list(read_predictions(tmp_path / "p.jsonl"))
+    untouched = lines[1].data
+    for line in lines[:20]:
+        assert line.prediction is not None
+        line.prediction.produced_at.seconds += 3600
+        line.prediction.model = "moved"
+    assert all(Prediction.FromString(line.data).model == "moved" for line in lines[:20])
+    assert lines[0].model == "moved" and lines[25].model != "moved" and lines[1].data != untouched
+    changed = Prediction.FromString(lines[0].data)
+    assert changed.produced_at.seconds == json_format.Parse(
+        (tmp_path / "p.jsonl").read_bytes().splitlines()[0].decode(), Prediction()
+    ).produced_at.seconds + 3600
+    # and the client sends them so: the moved lines make a batch of their own, under their new model
+    with _Recorder() as recorder:
+        report = recorder.submit_lines(lines, batch_size=500)
+    assert not report.rejected and ("20", "moved") in {(n, m) for _, n, m in recorder.sent}

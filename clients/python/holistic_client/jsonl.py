@@ -43,24 +43,37 @@ class Line:
     """One line of a file: its 1-based number and either its prediction, as `data` (the deterministic
     wire encoding, what the client sends) and `model`, or the `error` that refused it."""
 
-    __slots__ = ("_prediction", "data", "error", "model", "number")
+    __slots__ = ("_data", "_model", "_prediction", "error", "number")
 
     def __init__(self, number: int, data: bytes | None = None, model: str = "", error: str = "") -> None:
-        self.number, self.data, self.model, self.error = number, data, model, error
+        self.number, self._data, self._model, self.error = number, data, model, error
         self._prediction: Prediction | None = None
 
     @classmethod
     def of(cls, number: int, prediction: Prediction) -> Line:
-        line = cls(number, prediction.SerializeToString(deterministic=True), prediction.model)
+        line = cls(number)
         line._prediction = prediction
         return line
 
     @property
     def prediction(self) -> Prediction | None:
-        """The message (decoded from `data` on first use; changing it does not change `data`)."""
-        if self._prediction is None and self.data is not None:
-            self._prediction = Prediction.FromString(self.data)
+        """The message, decoded from the line's bytes on first use. The caller may change it (the demo
+        moves produced_at): from then on `data` and `model` are the message's."""
+        if self._prediction is None and self._data is not None:
+            self._prediction = Prediction.FromString(self._data)
         return self._prediction
+
+    @property
+    def data(self) -> bytes | None:
+        """The deterministic encoding: the line's own bytes until its message was asked for, then the
+        message's (serialized again: it may have been changed)."""
+        if self._prediction is not None:
+            return self._prediction.SerializeToString(deterministic=True)
+        return self._data
+
+    @property
+    def model(self) -> str:
+        return self._prediction.model if self._prediction is not None else self._model
 
     def __repr__(self) -> str:
         return f"Line({self.number}, model={self.model!r}, {len(self.data or b'')} bytes, error={self.error!r})"
