@@ -172,9 +172,13 @@ def test_a_changed_prediction_is_what_is_sent(tmp_path):
     assert all(Prediction.FromString(line.data).model == "moved" for line in lines[:20])
     assert lines[0].model == "moved" and lines[25].model != "moved" and lines[1].data != untouched
     changed = Prediction.FromString(lines[0].data)
-    assert changed.produced_at.seconds == json_format.Parse(
-        (tmp_path / "p.jsonl").read_bytes().splitlines()[0].decode(), Prediction()
-    ).produced_at.seconds + 3600
+    assert (
+        changed.produced_at.seconds
+        == json_format.Parse(
+            (tmp_path / "p.jsonl").read_bytes().splitlines()[0].decode(), Prediction()
+        ).produced_at.seconds
+        + 3600
+    )
     # and the client sends them so: the moved lines make a batch of their own, under their new model
     with _Recorder() as recorder:
         report = recorder.submit_lines(lines, batch_size=500)
