@@ -84,6 +84,11 @@ class Row(NamedTuple):
     minute: int
 
 
+# new_row(Row, (instance, slot, value, minute)): a Row without NamedTuple's generated __new__, which is
+# Python code and costs ~3x (rows are made several times a prediction by the worst-case families)
+new_row = tuple.__new__
+
+
 class InstanceSpec(Protocol):
     def reducer(self, slot: str) -> Reducer:
         """How repeated values of a slot combine (a duplicate row is folded, not counted twice)."""

@@ -272,7 +272,7 @@ MUTANTS = [
            ["tests/clients/test_json_wire.py"],
            "a line's changed prediction (the demo's moved timestamps) is sent as it was read"),
     Mutant("jsonline-not-used", "clients/python/holistic_client/jsonl.py",
-           "got = None if encode is None else encode(raw)", "got = None", JSONLINE_TESTS,
+           "got = None if _ENCODE is None else _ENCODE(raw)", "got = None", JSONLINE_TESTS,
            "the file reader never takes the C path"),
 ]  # fmt: skip
 

@@ -19,6 +19,7 @@ Python path: slower, the same answers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -81,10 +82,4 @@ def encoder(descriptor: Descriptor, key_field: str = "") -> Encode | None:
     None itself when the C module is not built."""
     if _jsonline is None:
         return None
-    schema = _jsonline.compile(spec(descriptor, key_field))
-    encode = _jsonline.encode
-
-    def encode_line(raw: bytes) -> tuple[bytes, str] | None:
-        return encode(schema, raw)  # type: ignore[no-any-return]
-
-    return encode_line
+    return partial(_jsonline.encode, _jsonline.compile(spec(descriptor, key_field)))

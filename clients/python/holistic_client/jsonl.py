@@ -83,9 +83,8 @@ def _open(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def _parse_line(number: int, raw: bytes, fast: bool = True) -> Line:
-    """fast False: the C encoder was asked already (read_predictions' loop asks it inline)."""
-    got = None if _ENCODE is None or not fast else _ENCODE(raw)
+def _parse_line(number: int, raw: bytes) -> Line:
+    got = None if _ENCODE is None else _ENCODE(raw)
     if got is not None:
         return Line(number, got[0], got[1])
     try:  # not plain (or not built): json_format's answer, or its error
@@ -146,10 +145,8 @@ def read_predictions(path: str | Path, processes: int = 1) -> Iterator[Line]:
     """
     lines = _numbered(Path(path))
     if processes <= 1:
-        encode = _ENCODE
         for number, raw in lines:
-            got = None if encode is None else encode(raw)
-            yield Line(number, *got) if got is not None else _parse_line(number, raw, fast=False)
+            yield _parse_line(number, raw)
         return
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         ahead: deque[Future[Parsed]] = deque()
