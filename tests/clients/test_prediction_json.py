@@ -11,9 +11,11 @@ import datetime
 import gzip
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +29,9 @@ from holistic_client.prediction_json import JsonParser
 
 PARSER = JsonParser(Prediction)
 ENCODE = encoder(Prediction.DESCRIPTOR, "model")
+if ENCODE is None and os.environ.get("CI"):  # ./dev and any pip install build it; CI must test it
+    pytest.fail("holistic_client/_jsonline.c is not built (tools/build_native.py)", pytrace=False)
+needs_c = pytest.mark.skipif(ENCODE is None, reason="holistic_client/_jsonline.c is not built (no C compiler)")
 SAMPLE = Path(holistic.__file__).parent / "data" / "demo_predictions.jsonl.gz"
 
 
@@ -44,7 +49,8 @@ def reference(text: str) -> Prediction:
 def wire_outcome(text: str) -> tuple[str, bytes, str] | None:
     """The C encoder's answer for text as a file's bytes: None (not sure) or ("ok", bytes, model).
     A text with a lone surrogate is not UTF-8 in a file: its bytes (surrogatepass) must be refused."""
-    assert ENCODE is not None, "the C module is built by ./dev and any pip install"
+    if ENCODE is None:  # not built (outside CI): the Python parser's cases still run
+        return None
     try:
         raw = text.encode("utf-8")
     except UnicodeEncodeError:
@@ -286,7 +292,8 @@ def test_every_line_of_the_demo_sample_parses_to_the_same_message() -> None:
     with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
         lines = [line.rstrip("\n") for line in fh]
     assert len(lines) > 7000
-    assert all([assert_same(line) for line in lines])  # every canonical line takes the C path
+    sure = [assert_same(line) for line in lines]
+    assert ENCODE is None or all(sure)  # every canonical line takes the C path where it is built
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -296,6 +303,7 @@ def test_random_objects_give_the_same_message_or_error(value: dict[str, Any], as
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@needs_c
 @given(predictions, st.booleans(), st.booleans())
 def test_well_formed_objects_take_the_c_path(value: dict[str, Any], ascii_only: bool, spaced: bool) -> None:
     """Plain values of every field, either name, any key order, whitespace: the C encoder is sure, and right."""
