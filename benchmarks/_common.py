@@ -1,16 +1,21 @@
-"""Shared set-up for the benchmark scripts: a private Redis, service processes, sample batches."""
+"""Shared set-up for the benchmark scripts: a private Redis, service processes, sample batches, Redis's
+script time per family."""
 
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+import redis
 
 from holistic.embedded_redis import EmbeddedRedis
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
@@ -113,3 +118,32 @@ def median(values: list[float]) -> float:
 
 def now() -> float:
     return time.perf_counter()
+
+
+# a script's keys name its family: the done bitmap, a statistics tier, an instance-state hash (holistic/keys.py)
+_FAMILY_KEY = re.compile(r"\}:(?:done|st|inst|sig):([^:\s]+)")
+
+
+class ScriptTime:
+    """Redis's time in scripts per family, from SLOWLOG (threshold 0: every command), drained as it
+    fills; a script whose keys name no family is the gateway's. Slowlog costs Redis a little time."""
+
+    def __init__(self, r: redis.Redis) -> None:
+        self.r = r
+        self.us: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        r.config_set("slowlog-max-len", 100_000)
+        r.config_set("slowlog-log-slower-than", 0)
+        r.slowlog_reset()
+
+    def drain(self) -> None:
+        entries = self.r.execute_command("SLOWLOG", "GET", "-1")
+        self.r.slowlog_reset()
+        for entry in entries:
+            args = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in entry[3]]
+            if not args or args[0].upper() not in ("EVALSHA", "EVAL"):
+                continue
+            m = _FAMILY_KEY.search(" ".join(args[3:]))
+            family = m.group(1) if m else "gateway"
+            self.us[family] += float(entry[2])
+            self.calls[family] += 1

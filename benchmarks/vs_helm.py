@@ -36,7 +36,6 @@ import json
 import math
 import os
 import pstats
-import re
 import resource
 import subprocess
 import sys
@@ -48,7 +47,7 @@ from typing import Any
 
 import redis
 
-from benchmarks._common import cpu_seconds, median, private_redis, spawned
+from benchmarks._common import ScriptTime, cpu_seconds, median, private_redis, spawned
 from holistic import registry
 from holistic.keys import Keys
 from holistic_app.demo import SAMPLE
@@ -171,35 +170,6 @@ def _children_cpu() -> float:
     """CPU seconds of this process's reaped children (the client's, once it has exited)."""
     u = resource.getrusage(resource.RUSAGE_CHILDREN)
     return u.ru_utime + u.ru_stime
-
-
-# a script's keys name its family: the done bitmap, a statistics tier, an instance-state hash (holistic/keys.py)
-_FAMILY_KEY = re.compile(r"\}:(?:done|st|inst|sig):([^:\s]+)")
-
-
-class ScriptTime:
-    """Redis's time in scripts per family, from SLOWLOG (threshold 0: every command), drained as it
-    fills; a script whose keys name no family is the gateway's. Slowlog costs Redis a little time."""
-
-    def __init__(self, r: redis.Redis) -> None:
-        self.r = r
-        self.us: dict[str, float] = defaultdict(float)
-        self.calls: dict[str, int] = defaultdict(int)
-        r.config_set("slowlog-max-len", 100_000)
-        r.config_set("slowlog-log-slower-than", 0)
-        r.slowlog_reset()
-
-    def drain(self) -> None:
-        entries = self.r.execute_command("SLOWLOG", "GET", "-1")
-        self.r.slowlog_reset()
-        for entry in entries:
-            args = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in entry[3]]
-            if not args or args[0].upper() not in ("EVALSHA", "EVAL"):
-                continue
-            m = _FAMILY_KEY.search(" ".join(args[3:]))
-            family = m.group(1) if m else "gateway"
-            self.us[family] += float(entry[2])
-            self.calls[family] += 1
 
 
 def service_run(
