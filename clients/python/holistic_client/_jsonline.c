@@ -130,11 +130,6 @@ static inline int expect(Ctx *c, unsigned char ch) {
     return 0;
 }
 
-static inline int peek(Ctx *c, unsigned char ch) {
-    ws(c);
-    return c->p < c->end && *c->p == ch;
-}
-
 static int hex4(const unsigned char *p, uint32_t *out) {
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
