@@ -260,6 +260,7 @@ def family_alone(path: Path, family: str, rows: int, batch: int = BATCH) -> tupl
     from holistic import envelope as env_mod
     from holistic.families import as_partial
     from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+    from holistic.redis_conn import PACKER
     from holistic.settings import load_settings
     from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
     from holistic.v1.prediction_pb2 import Prediction
@@ -273,7 +274,7 @@ def family_alone(path: Path, family: str, rows: int, batch: int = BATCH) -> tupl
             by_model[p.model].append(p)
     os.environ["HOLISTIC_SUMMARIZATION_SEMANTIC"] = "off"  # as in the service run (the family reads it)
     with private_redis(persist=True) as url:
-        r = redis.Redis.from_url(url)
+        r = redis.Redis.from_url(url, command_packer=PACKER)  # as sync_client packs for a worker
         settings = load_settings(redis_url=url, summarization_semantic="off", families=[family])
         worker = Worker(family, settings, r, middleware=[])
         WorkQueue(r, worker.keys).ensure_group(family)

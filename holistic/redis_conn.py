@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import hiredis
 import redis
 import redis.asyncio as aioredis
 import redis.asyncio.cluster as aiocluster
@@ -15,6 +16,32 @@ from holistic.errors import ConfigError
 from holistic.settings import Settings
 
 RETRYABLE = (redis.ConnectionError, redis.TimeoutError, ConnectionError, OSError)
+
+
+class HiredisPacker:
+    """Commands packed by hiredis in one C call. redis-py's own hiredis packer first encodes every
+    argument with a Python call (~0.4 µs each), and an apply script carries thousands of them;
+    hiredis packs str (UTF-8), int, float (repr) and bytes to the same bytes itself (tests/holistic/
+    test_redis_conn.py). Anything else (a command name with a space in it, bytearray, memoryview,
+    a bool or None that redis-py refuses) takes redis-py's own packer, with its errors."""
+
+    def __init__(self) -> None:
+        encoder = redis.connection.Encoder("utf-8", "strict", False)
+        self._fallback = redis.connection.HiredisRespSerializer(
+            redis.connection.PythonRespSerializer(6000, encoder.encode).pack, encoder.encode
+        )
+
+    def pack(self, *args: Any) -> list[bytes]:
+        name = args[0]
+        if (b" " if isinstance(name, bytes) else " ") in name:
+            return self._fallback.pack(*args)
+        try:
+            return [hiredis.pack_command(args)]
+        except (TypeError, UnicodeError):
+            return self._fallback.pack(*args)
+
+
+PACKER = HiredisPacker()
 
 
 def _url(settings: Settings) -> str:
@@ -48,7 +75,7 @@ def sync_client(settings: Settings, **kwargs: Any) -> redis.Redis:
     }
     if settings.redis_cluster:
         return redis.cluster.RedisCluster.from_url(_url(settings), **common)  # type: ignore[return-value]
-    return redis.Redis.from_url(_url(settings), health_check_interval=30, **common)
+    return redis.Redis.from_url(_url(settings), health_check_interval=30, command_packer=PACKER, **common)
 
 
 def async_client(settings: Settings, wait_s: float | None = None, **kwargs: Any) -> aioredis.Redis:

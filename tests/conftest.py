@@ -17,6 +17,7 @@ import redis
 
 from gateway.server import Gateway
 from holistic.families import Family
+from holistic.redis_conn import PACKER
 from holistic.registry import installed, load_family
 from holistic.settings import Settings, load_settings
 from holistic_client import Client
@@ -66,7 +67,7 @@ def redis_url(redis_server: str) -> str:
 
 @pytest.fixture
 def r(redis_server: str) -> Iterator[redis.Redis]:
-    client = redis.Redis(unix_socket_path=redis_server)
+    client = redis.Redis.from_url(f"unix://{redis_server}", command_packer=PACKER)  # as sync_client packs
     client.flushall()
     yield client
     client.close()
