@@ -24,8 +24,8 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
-from holistic import heap
-from holistic.families import Family, Partial, as_partial, prediction_minute
+from holistic import heap, minutes
+from holistic.families import Family, Partial, as_partial
 from holistic.faults import Faults
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
@@ -341,10 +341,7 @@ class Worker:
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
                 n = len(envelope.predictions)
                 stream = "" if self.settings.redis_cluster else queue.stream
-                per_minute: dict[int, int] = {}
-                for p in envelope.predictions:
-                    minute = prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)
-                    per_minute[minute] = per_minute.get(minute, 0) + 1
+                per_minute = minutes.per_minute(e.payload, envelope, accept_s)
                 return Work(
                     entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream,
                     per_minute,

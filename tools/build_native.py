@@ -1,11 +1,11 @@
-"""Compile the C extension modules (the gateway's wire proof, the client's JSON line encoder) beside
-their sources.
+"""Compile the C extension modules (the gateway's wire proof, the client's JSON line encoder, the
+workers' per-minute counts) beside their sources.
 
 Built, never committed, like the protobuf stubs: run by the hatch build hook (any pip install) and by
 ./dev. Only a C compiler and the Python headers are needed, no setuptools. Where neither is there
 (a slim container building from source), each runs without its module: gateway/wire_proof.py falls
 back to the pure-Python proof and says so once in its log; holistic_client/json_wire.py parses every
-line in Python.
+line in Python; holistic/minutes.py counts in Python.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {
     "gateway/_wireproof": "gateway/_wireproof.c",
     "clients/python/holistic_client/_jsonline": "clients/python/holistic_client/_jsonline.c",
+    "holistic/_minutes": "holistic/_minutes.c",
 }
 PACKAGE_DIRS = {"clients/python/": ""}  # source folder prefix -> where the package sits in a wheel
 

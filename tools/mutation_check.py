@@ -38,6 +38,8 @@ COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
 MEMO_TESTS = ["tests/holistic/test_shared_memo.py"]
 JSONLINE = "clients/python/holistic_client/_jsonline.c"
 JSONLINE_TESTS = ["tests/clients/test_json_wire.py", "tests/clients/test_prediction_json.py"]
+MINUTES = "holistic/_minutes.c"
+MINUTES_TESTS = ["tests/holistic/test_minutes.py"]
 ENCODER_TESTS = [
     "tests/metric_services/summarization/test_encoder.py",
     "tests/metric_services/summarization/test_pipeline.py",
@@ -274,6 +276,17 @@ MUTANTS = [
     Mutant("jsonline-not-used", "clients/python/holistic_client/jsonl.py",
            "got = None if _ENCODE is None else _ENCODE(raw)", "got = None", JSONLINE_TESTS,
            "the file reader never takes the C path"),
+    Mutant("packer-no-split", "holistic/redis_conn.py", 'if (b" " if isinstance(name, bytes) else " ") in name:',
+           "if False:", ["tests/holistic/test_redis_conn.py"],
+           "a command name with a space (CLIENT SETNAME) goes out as one word: Redis refuses it"),
+    Mutant("minutes-floor", MINUTES, "return (s % 60 != 0 && s < 0) ? q - 1 : q;", "return q;", MINUTES_TESTS,
+           "a produced_at before 1970 is counted a minute late (C truncates where Python floors)"),
+    Mutant("minutes-wire-type", MINUTES, "if (key >> 3 == 15 && wire == 2) {", "if (key >> 3 == 15) {",
+           MINUTES_TESTS, "a produced_at of another wire type (unknown to protobuf) is read as a timestamp"),
+    Mutant("minutes-first-wins", MINUTES, "*seconds = (int64_t)v;", "if (!*seconds) *seconds = (int64_t)v;",
+           MINUTES_TESTS, "a timestamp sent twice keeps its first seconds where protobuf's merge keeps the last"),
+    Mutant("minutes-not-used", "holistic/minutes.py", "    if _counts is not None:", "    if False:",
+           MINUTES_TESTS, "every worker still loops over its batches' predictions in Python"),
 ]  # fmt: skip
 
 
