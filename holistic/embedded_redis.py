@@ -17,6 +17,13 @@ INSTALL_HINT = (
 )
 
 
+# Hashes of more fields than this are hash tables, not listpacks (Redis's default is 512). A statistics
+# tier bucket holds hundreds of fields and every apply reads and writes most of them with HMGET/HSET:
+# in a listpack each field is found by a linear scan, O(fields^2) an apply. At 128, Redis spent ~10 %
+# less CPU on the vs_helm file (HMGET + HSET 8.4 -> 5.6 us a prediction) for ~2 % more memory there.
+HASH_MAX_LISTPACK_ENTRIES = 128
+
+
 class EmbeddedRedis:
     """redis-server with AOF everysec and noeviction in data_dir, as production should run it."""
 
@@ -47,6 +54,7 @@ class EmbeddedRedis:
                 self.socket.unlink()
         args = [exe, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
                 "--dir", str(self.data_dir), "--save", "", "--maxmemory-policy", "noeviction",
+                "--hash-max-listpack-entries", str(HASH_MAX_LISTPACK_ENTRIES),
                 "--logfile", str(self.data_dir / "redis.log")]  # fmt: skip
         args += ["--appendonly", "yes", "--appendfsync", self.fsync] if self.persist else ["--appendonly", "no"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

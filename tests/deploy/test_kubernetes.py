@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from gateway.server import LIVENESS
 from gateway.servicer import SERVICE
+from holistic.embedded_redis import HASH_MAX_LISTPACK_ENTRIES
 from holistic.keys import Keys
 from holistic.registry import installed
 from holistic.settings import load_settings
@@ -156,6 +157,7 @@ def test_references_probes_and_resources():
     flags = dict(zip(redis_args[1::2], redis_args[2::2], strict=True))
     assert flags["--appendonly"] == "yes" and flags["--appendfsync"] == "everysec"
     assert flags["--maxmemory-policy"] == "noeviction"
+    assert flags["--hash-max-listpack-entries"] == str(HASH_MAX_LISTPACK_ENTRIES)
 
 
 def test_the_config_map_is_valid_settings(monkeypatch):
