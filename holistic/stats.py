@@ -8,7 +8,7 @@ of the stream into batches, in any order, folds to the same numbers (up to float
 
 Histograms (sketch bins) are one field "<name>|hist" holding JSON objects of bin -> count, one a
 line: a merged base, then each apply's bins appended as they came, merged into a new base by
-apply.lua once they are as long as it (one field per histogram instead of one per bin, which was
+apply.lua once they are twice as long as it (one field per histogram instead of one per bin, which was
 most of Redis's work; an apply costs its own bins, not the history's). Read back, the lines are
 summed and bin b of histogram <name> appears as the field "<name>|<b>". A capped histogram
 (bump(..., cap=N)) has a first line "#N"; it turns into the marker "over" once it holds more than N
@@ -203,8 +203,9 @@ def _stored_bins(text: str) -> dict[str, float] | None:
     if "\n" not in text:
         bins: dict[str, float] = json.loads(text)
     else:
-        bins = {}
-        for line in text.split("\n"):
+        base, *lines = text.split("\n")
+        bins = json.loads(base)  # the lines added into the base's own dict: its bins are not copied one by one
+        for line in lines:
             for b, n in json.loads(line).items():
                 bins[b] = bins.get(b, 0) + n
     return None if cap is not None and len(bins) > cap else bins

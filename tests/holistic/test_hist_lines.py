@@ -1,7 +1,7 @@
 """Histogram fields in Redis (apply.lua, holistic/stats.py): each apply's bins appended as a line,
 merged into a new base once the lines are as long as it. Read back, any sequence of applies is the
 sum of its bins, over exactly when a capped histogram's union is past its cap; a field stays under
-about twice its merged size; an apply that does not merge writes the old text plus its own line
+about three times its merged size; an apply that does not merge writes the old text plus its own line
 (nothing of the history decoded); fields written before (one JSON object, or "over") go on."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from holistic.scripts import Scripts
 from holistic.stats import Folded, Stats
 
 FIELD = "s|x|hist"
+HIST_LINES = 2  # apply.lua merges once the lines are this many times the base's length
 _seq = count(1)
 
 
@@ -68,7 +69,7 @@ def test_any_sequence_of_applies_reads_as_its_sum(r, batches, cap):
             old = before.decode()
             assert body == (old.partition("\n")[2] if cap is not None else old) + "\n" + line
         base = body.split("\n")[0]
-        assert len(body) - len(base) < len(base) + len(line) + 1  # the lines stay under the base's length
+        assert len(body) - len(base) < HIST_LINES * len(base) + len(line) + 1  # lines: under twice the base
 
 
 def test_a_field_written_before_reads_and_grows_the_same(r):
@@ -88,8 +89,8 @@ def test_a_field_written_before_reads_and_grows_the_same(r):
 
 def test_many_applies_stay_bounded_and_merge_rarely(r):
     """A coarse tier's field: 2,000 bins, then 200 applies of 30 bins each. The field never exceeds about
-    twice its merged size, and applies only append until their lines are as long as the base: ~360 bytes an
-    apply against a ~26 KB base merges about every 70 applies, not on every one as before."""
+    three times its merged size, and applies only append until their lines are twice as long as the base:
+    ~360 bytes an apply against a ~26 KB base merges about every 140 applies, not on every one as before."""
     key = "t:hist:coarse"
     first = Stats()
     for i in range(2000):
@@ -108,6 +109,6 @@ def test_many_applies_stay_bounded_and_merge_rarely(r):
         merges += now.count(b"\n") == 0 and before.count(b"\n") > 0
         longest = max(longest, len(now))
     merged = len(json.dumps(total, separators=(",", ":")))
-    assert longest < 2.2 * merged
+    assert longest < 3.2 * merged
     assert 1 <= merges <= 5
     assert read(r, key) == {f"s|x|{b}": float(n) for b, n in total.items()}
