@@ -24,7 +24,11 @@ client, gateway and workers under cProfile timed by CPU time (benchmarks/cpu_pro
 where the time goes, not for the figure) and prints each one's CPU microseconds per prediction by stage.
 
     python -m benchmarks.vs_helm [--rows 90000] [--runs 3] [--helm-rows 1500,4500] [--profile DIR]
-                                 [--by-family ROWS] [--batch-size 500] [--redis-by-family]
+                                 [--by-family ROWS] [--batch-size 500] [--redis-by-family] [--paired ROUNDS]
+
+--paired ROUNDS measures HELM's fit and one service run in each of ROUNDS rounds and reports each
+round's ratio and their median: the machine's speed drifts within minutes, and a ratio of two
+figures taken minutes apart carries that drift.
 """
 
 from __future__ import annotations
@@ -137,6 +141,40 @@ def helm_run(path: Path) -> dict[str, float]:
     doc = json.loads(out.strip().splitlines()[-1])
     doc["outside_s"] = time.perf_counter() - start
     return doc
+
+
+def helm_fit(path: Path, d: Path, sizes: list[int]) -> tuple[float, float]:
+    """HELM's time on two subsets of the file, fitted as fixed seconds + seconds per row (printed)."""
+    points = []
+    for size in sizes:
+        sub = d / f"helm-{size}.jsonl"
+        n = subset(path, sub, size)
+        doc = helm_run(sub)
+        points.append((n, doc["outside_s"], doc))
+    (n1, t1, _), (n2, t2, d2) = points
+    per_row = (t2 - t1) / (n2 - n1)
+    fixed = t1 - per_row * n1
+    print(f"HELM {HELM_VERSION} (its metric code, one process, one core): {n1:,} rows {t1:.1f} s, "
+          f"{n2:,} rows {t2:.1f} s (import {d2['import_s']:.1f} s) -> fixed {fixed:.1f} s + "
+          f"{per_row * 1e3:.2f} ms/row", flush=True)  # fmt: skip
+    return fixed, per_row
+
+
+def paired(path: Path, d: Path, sizes: list[int], rounds: int, rows: int, families: list[str], batch: int) -> None:
+    """HELM and the service measured side by side, `rounds` times: this machine's speed drifts by
+    tens of per cent within minutes, so a ratio is read from the two figures of one round, and the
+    median of the rounds' ratios is the figure."""
+    ratios = []
+    for i in range(rounds):
+        fixed, per_row = helm_fit(path, d, sizes)
+        run = service_run(path, rows, families, None, batch)
+        helm, elapsed = fixed + per_row * rows, run["elapsed"]
+        ratios.append(helm / elapsed)
+        cpu = 1e6 * sum(run["cpu"].values()) / rows
+        print(f"  round {i + 1}: HELM {helm:.1f} s for {rows:,} rows, service {elapsed:.2f} s "
+              f"({rows / elapsed:,.0f}/s, {cpu:.0f} CPU us a prediction): {ratios[-1]:.1f}x", flush=True)  # fmt: skip
+    print(f"ratio, median of {rounds} rounds: service {median(ratios):.1f}x faster than HELM "
+          f"(rounds: {', '.join(f'{r:.1f}x' for r in ratios)})")  # fmt: skip
 
 
 # --- the service ------------------------------------------------------------------------------
@@ -382,6 +420,9 @@ def main() -> None:
     ap.add_argument(
         "--redis-by-family", action="store_true", help="Redis's script time per family (SLOWLOG; costs Redis a little)"
     )
+    ap.add_argument(
+        "--paired", type=int, metavar="ROUNDS", help="ROUNDS of (HELM's fit, one service run): a ratio per round"
+    )
     args = ap.parse_args()
     families = registry.installed()
     if args.profile:
@@ -393,22 +434,15 @@ def main() -> None:
         print(f"file: {rows:,} predictions (demo sample x{rows / 7179:.1f}, fresh ids); "
               f"{os.cpu_count()} CPUs, load average before "
               f"{'/'.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
+        sizes = [int(x) for x in args.helm_rows.split(",")]
+        if args.paired:
+            paired(path, Path(d), sizes, args.paired, rows, families, args.batch_size)
+            return
         helm = None
         if not args.skip_helm:
-            sizes = [int(x) for x in args.helm_rows.split(",")]
-            points = []
-            for size in sizes:
-                sub = Path(d) / f"helm-{size}.jsonl"
-                n = subset(path, sub, size)
-                doc = helm_run(sub)
-                points.append((n, doc["outside_s"], doc))
-            (n1, t1, _), (n2, t2, d2) = points
-            per_row = (t2 - t1) / (n2 - n1)
-            fixed = t1 - per_row * n1
+            fixed, per_row = helm_fit(path, Path(d), sizes)
             helm = fixed + per_row * scorable
-            print(f"HELM {HELM_VERSION} (its metric code, one process, one core): {n1:,} rows {t1:.1f} s, "
-                  f"{n2:,} rows {t2:.1f} s (import {d2['import_s']:.1f} s) -> fixed {fixed:.1f} s + "
-                  f"{per_row * 1e3:.2f} ms/row; extrapolated to {scorable:,} rows: {helm:.1f} s")  # fmt: skip
+            print(f"  extrapolated to {scorable:,} rows: {helm:.1f} s")
         runs = []
         for i in range(args.runs):
             prof = args.profile / f"run{i}" if args.profile else None
