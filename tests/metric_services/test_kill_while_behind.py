@@ -32,7 +32,7 @@ from tests.factories import prediction
 pytestmark = pytest.mark.slow
 
 FAMILIES = ("accuracy", "efficiency")
-BATCHES = 4000
+BATCHES = 8000
 POISON = 1234  # index of the batch that kills its consumer
 KEYS = Keys()
 
@@ -155,7 +155,7 @@ def test_workers_killed_while_thousands_behind_count_everything_once(make_gatewa
                 kills_while_behind += behind >= 1000
             fleet.respawn_dead()
             check_deliveries(r, 2 * 3)
-            time.sleep(rng.uniform(0.1, 0.3))  # the backlog drains in seconds (a read of 50 is one apply)
+            time.sleep(rng.uniform(0.05, 0.2))  # the backlog drains in seconds (a read of 50 is one apply)
 
         dead = WorkQueue(r, KEYS)
         with gw.client() as client:
