@@ -22,6 +22,11 @@ INSTALL_HINT = (
 # in a listpack each field is found by a linear scan, O(fields^2) an apply. At 128, Redis spent ~10 %
 # less CPU on the vs_helm file (HMGET + HSET 8.4 -> 5.6 us a prediction) for ~2 % more memory there.
 HASH_MAX_LISTPACK_ENTRIES = 128
+# The AOF's rewrites (a fork writing the dataset as an RDB preamble) skip LZF: Redis shares the cores
+# with the workers here, a rewrite comes each time the AOF doubles, so its compression costs about
+# one dataset byte per byte written (~3-5 us of CPU a prediction on vs_helm, ~10 % of Redis's), for a
+# base file ~3x smaller on the demo's repetitive text (docs/production.md).
+RDB_COMPRESSION = "no"
 
 
 class EmbeddedRedis:
@@ -54,7 +59,7 @@ class EmbeddedRedis:
                 self.socket.unlink()
         args = [exe, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
                 "--dir", str(self.data_dir), "--save", "", "--maxmemory-policy", "noeviction",
-                "--hash-max-listpack-entries", str(HASH_MAX_LISTPACK_ENTRIES),
+                "--hash-max-listpack-entries", str(HASH_MAX_LISTPACK_ENTRIES), "--rdbcompression", RDB_COMPRESSION,
                 "--logfile", str(self.data_dir / "redis.log")]  # fmt: skip
         args += ["--appendonly", "yes", "--appendfsync", self.fsync] if self.persist else ["--appendonly", "no"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

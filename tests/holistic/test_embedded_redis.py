@@ -6,7 +6,7 @@ from pathlib import Path
 
 import redis
 
-from holistic.embedded_redis import HASH_MAX_LISTPACK_ENTRIES, EmbeddedRedis
+from holistic.embedded_redis import HASH_MAX_LISTPACK_ENTRIES, RDB_COMPRESSION, EmbeddedRedis
 
 
 def test_configured_as_production(tmp_path: Path) -> None:
@@ -14,13 +14,14 @@ def test_configured_as_production(tmp_path: Path) -> None:
     url = server.start()
     try:
         r = redis.Redis.from_url(url, decode_responses=True)
-        config = {k: v for name in ("appendonly", "appendfsync", "maxmemory-policy", "hash-max-listpack-entries")
-                  for k, v in r.config_get(name).items()}  # fmt: skip
+        names = ("appendonly", "appendfsync", "maxmemory-policy", "hash-max-listpack-entries", "rdbcompression")
+        config = {k: v for name in names for k, v in r.config_get(name).items()}
         assert config == {
             "appendonly": "yes",
             "appendfsync": "everysec",
             "maxmemory-policy": "noeviction",
             "hash-max-listpack-entries": str(HASH_MAX_LISTPACK_ENTRIES),
+            "rdbcompression": RDB_COMPRESSION,
         }
         r.hset("small", mapping={f"f{i}": i for i in range(HASH_MAX_LISTPACK_ENTRIES)})
         r.hset("bucket", mapping={f"f{i}": i for i in range(HASH_MAX_LISTPACK_ENTRIES + 1)})
