@@ -43,3 +43,13 @@ def varint(n: int) -> bytes:
         out.append(low | (0x80 if n else 0))
         if not n:
             return bytes(out)
+
+
+def wire_field(number: int, wire_type: int, payload: bytes = b"") -> bytes:
+    """A field's key (number, wire type), then its payload as given."""
+    return varint(number << 3 | wire_type) + payload
+
+
+def delimited(number: int, data: bytes) -> bytes:
+    """A length-delimited field: key, length, bytes."""
+    return wire_field(number, 2, varint(len(data)) + data)

@@ -28,7 +28,7 @@ from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
-from tests.factories import varint
+from tests.factories import delimited, varint, wire_field
 from tests.gateway.test_columns import DEMO, FAULTS, LIMITS, NOW, demo_batch, request_of, verdicts
 
 
@@ -119,14 +119,6 @@ def test_random_faults_never_prove_a_batch_validate_refuses():
 # ---- encodings ------------------------------------------------------------------------------------
 
 
-def _field(number: int, wire_type: int, payload: bytes) -> bytes:
-    return varint(number << 3 | wire_type) + payload
-
-
-def _delimited(number: int, data: bytes) -> bytes:
-    return _field(number, 2, varint(len(data)) + data)
-
-
 def _fields(message: bytes) -> list[bytes]:
     """A message's top-level fields, each as its own bytes (tag included)."""
     out, i = [], 0
@@ -148,7 +140,7 @@ def _fields(message: bytes) -> list[bytes]:
 
 
 def _request(preds: list[bytes], model: bytes = b"m-a") -> bytes:
-    return _delimited(1, b"b-1") + _delimited(2, model) + b"".join(_delimited(3, p) for p in preds)
+    return delimited(1, b"b-1") + delimited(2, model) + b"".join(delimited(3, p) for p in preds)
 
 
 def _mutate(rng: random.Random, pred: bytes) -> bytes:
@@ -161,13 +153,13 @@ def _mutate(rng: random.Random, pred: bytes) -> bytes:
     elif kind == 1 and fields:
         fields.append(rng.choice(fields))
     elif kind == 2:
-        fields.insert(rng.randrange(len(fields) + 1), _field(rng.choice((18, 99, 1000)), 0, varint(7)))
+        fields.insert(rng.randrange(len(fields) + 1), wire_field(rng.choice((18, 99, 1000)), 0, varint(7)))
     elif kind == 3:
-        fields.append(_delimited(rng.choice((5, 6, 2)), b""))  # input/output/model "" sent explicitly
+        fields.append(delimited(rng.choice((5, 6, 2)), b""))  # input/output/model "" sent explicitly
     elif kind == 4:
-        fields.append(_field(11, 0, rng.choice((b"\x00", b"\x01", b"\x02", b"\x81\x00"))))  # correct, odd bools
+        fields.append(wire_field(11, 0, rng.choice((b"\x00", b"\x01", b"\x02", b"\x81\x00"))))  # correct, odd bools
     else:
-        fields.append(_field(9, 1, struct.pack("<d", rng.choice((0.0, -0.0, 0.5, 1.0)))))  # confidence again
+        fields.append(wire_field(9, 1, struct.pack("<d", rng.choice((0.0, -0.0, 0.5, 1.0)))))  # confidence again
     return b"".join(fields)
 
 
@@ -201,12 +193,12 @@ def test_explicit_defaults_are_proven_but_not_canonical():
     p.timing.latency.seconds = 2
     base = p.SerializeToString()
     assert check(_request([base])).canonical
-    timing = _delimited(1, _field(1, 0, varint(2)) + _field(2, 0, varint(0)))  # latency 2 s, nanos 0 sent
+    timing = delimited(1, wire_field(1, 0, varint(2)) + wire_field(2, 0, varint(0)))  # latency 2 s, nanos 0 sent
     explicit = {
-        "input": _in_place(base, 5, _delimited(5, b"")),
-        "output": _in_place(base, 6, _delimited(6, b"")),
-        "model": _in_place(base, 2, _delimited(2, b"")),
-        "nanos": _in_place(_fields_without(base, 14), 14, _delimited(14, timing)),
+        "input": _in_place(base, 5, delimited(5, b"")),
+        "output": _in_place(base, 6, delimited(6, b"")),
+        "model": _in_place(base, 2, delimited(2, b"")),
+        "nanos": _in_place(_fields_without(base, 14), 14, delimited(14, timing)),
     }
     for name, pred in explicit.items():
         assert pb.Prediction.FromString(pred) == p, name
@@ -226,7 +218,7 @@ def test_map_entries_in_any_order_are_proven_and_canonical_only_sorted():
     keys = [b"k", b"k2", b"ka", b"K", b"k1", b"ab", b"abc"]
     upb = [b"K", b"abc", b"ab", b"k1", b"k2", b"ka", b"k"]
     for order in (upb, sorted(keys), list(reversed(upb)), keys):
-        entries = b"".join(_delimited(13, _delimited(1, k) + _delimited(2, b"v" + k)) for k in order)
+        entries = b"".join(delimited(13, delimited(1, k) + delimited(2, b"v" + k)) for k in order)
         proof = check(_request([base + entries]))
         assert proof is not None
         assert proof.canonical == (order == upb)
@@ -239,20 +231,20 @@ def test_encodings_the_proof_leaves_to_the_python_path():
     whatever validate says."""
     good = pb.Prediction(id="x", scenario="mmlu", task=pb.TASK_OPEN_QA, output="o").SerializeToString()
     cases = {
-        "scenario twice": _delimited(3, b"bad name") + good,
-        "task packed": _delimited(1, b"y") + _delimited(3, b"s") + _delimited(4, varint(1)),
+        "scenario twice": delimited(3, b"bad name") + good,
+        "task packed": delimited(1, b"y") + delimited(3, b"s") + delimited(4, varint(1)),
         "group key twice": good
-        + _delimited(13, _delimited(1, b"k") + _delimited(2, b"a"))
-        + _delimited(13, _delimited(1, b"k") + _delimited(2, b"b")),
-        "group entry without value": good + _delimited(13, _delimited(1, b"k")),
+        + delimited(13, delimited(1, b"k") + delimited(2, b"a"))
+        + delimited(13, delimited(1, b"k") + delimited(2, b"b")),
+        "group entry without value": good + delimited(13, delimited(1, b"k")),
         "perturbation twice": good
-        + _delimited(12, _delimited(1, b"typos") + _field(2, 0, b"\x01"))
-        + _delimited(12, _delimited(3, b"orig")),
-        "a ranking": good + _delimited(17, b""),
+        + delimited(12, delimited(1, b"typos") + wire_field(2, 0, b"\x01"))
+        + delimited(12, delimited(3, b"orig")),
+        "a ranking": good + delimited(17, b""),
     }
     for name, pred in cases.items():
         assert wire_proof.prove(_request([pred]), LIMITS, NOW) is None, name
-    late_model = _delimited(1, b"b-1") + _delimited(3, good) + _delimited(2, b"m-a")
+    late_model = delimited(1, b"b-1") + delimited(3, good) + delimited(2, b"m-a")
     assert wire_proof.prove(late_model, LIMITS, NOW) is None
     assert check(_request([good])) is not None  # and the good one is proven
 
@@ -395,7 +387,7 @@ def test_the_gateway_uses_it(make_gateway, monkeypatch, r):
     moved = []
     for p in request.predictions:
         own = _fields(p.SerializeToString())
-        moved.append(_delimited(3, b"".join([*own[1:], own[0]])))
+        moved.append(delimited(3, b"".join([*own[1:], own[0]])))
     reordered = b"".join([fields[1], fields[0], *moved])
     assert SubmitPredictionsRequest.FromString(reordered) == request
     assert wire_proof.prove(reordered, LIMITS, NOW) is not None
@@ -467,7 +459,7 @@ def test_texts_are_proven_exactly_when_they_are_utf8():
     each sample as a prediction's output, proven iff Python decodes it (and upb parses it)."""
     base = pb.Prediction(id="x", scenario="s", task=pb.TASK_OPEN_QA).SerializeToString()
     for sample in _samples(random.Random(12)):
-        raw = _request([_in_place(base, 6, _delimited(6, sample))])
+        raw = _request([_in_place(base, 6, delimited(6, sample))])
         try:
             sample.decode("utf-8")
             valid = True

@@ -13,45 +13,28 @@ from hypothesis import strategies as st
 from holistic import minutes
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.v1.prediction_pb2 import Prediction
+from tests.factories import delimited, varint, wire_field
 
 if minutes._counts is None and os.environ.get("CI"):  # ./dev and any pip install build it; CI must test it
     pytest.fail("holistic/_minutes.c is not built (tools/build_native.py)", pytrace=False)
 needs_c = pytest.mark.skipif(minutes._counts is None, reason="holistic/_minutes.c is not built (no C compiler)")
 
 
-def varint(v: int) -> bytes:
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def tag(number: int, wire: int) -> bytes:
-    return varint(number << 3 | wire)
-
-
-def ld(number: int, body: bytes) -> bytes:
-    return tag(number, 2) + varint(len(body)) + body
+U64 = (1 << 64) - 1  # a negative int64 on the wire: its two's complement, ten bytes
 
 
 def timestamp(seconds: int | None = None, nanos: int | None = None) -> bytes:
     out = b""
     if seconds is not None:
-        out += tag(1, 0) + varint(seconds)
+        out += wire_field(1, 0, varint(seconds & U64))
     if nanos is not None:
-        out += tag(2, 0) + varint(nanos)
+        out += wire_field(2, 0, varint(nanos & U64))
     return out
 
 
 def envelope_bytes(predictions: list[bytes], accept_s: int = 1_700_000_123) -> bytes:
     """Request-like bytes (batch id, model, predictions) followed by a header, as the gateway writes."""
-    body = ld(1, b"b") + ld(2, b"m") + b"".join(ld(3, p) for p in predictions)
+    body = delimited(1, b"b") + delimited(2, b"m") + b"".join(delimited(3, p) for p in predictions)
     header = BatchEnvelope(batch_id="b", model="m", sequence=7)
     header.accept_time.seconds = accept_s
     return body + header.SerializeToString()
@@ -83,14 +66,14 @@ NANOS = st.one_of(st.none(), st.just(0), st.integers(min_value=-(2**31), max_val
 OTHER = st.sampled_from(
     [
         b"",
-        ld(1, b"id-1"),
-        ld(6, "out \u00e9".encode()),
-        tag(9, 1) + b"\x00" * 8,  # confidence, fixed64
-        tag(99, 0) + varint(5),  # unknown varint
-        tag(98, 5) + b"\x01\x02\x03\x04",  # unknown fixed32
-        ld(97, b"\x08\x01"),  # unknown length-delimited
-        tag(15, 0) + varint(1_700_000_000),  # produced_at with a varint's wire type: unknown, ignored
-        ld(14, timestamp(5, 6)),  # timing: another message
+        delimited(1, b"id-1"),
+        delimited(6, "out \u00e9".encode()),
+        wire_field(9, 1, bytes(8)),  # confidence, fixed64
+        wire_field(99, 0, varint(5)),  # unknown varint
+        wire_field(98, 5, b"\x01\x02\x03\x04"),  # unknown fixed32
+        delimited(97, b"\x08\x01"),  # unknown length-delimited
+        wire_field(15, 0, varint(1_700_000_000)),  # produced_at with a varint's wire type: unknown, ignored
+        delimited(14, timestamp(5, 6)),  # timing: another message
     ]
 )
 
@@ -101,8 +84,8 @@ def prediction(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(min_value=0, max_value=3))):  # produced_at 0-3 times: the messages merge
         ts = timestamp(draw(SECONDS), draw(NANOS))
         if draw(st.booleans()):
-            ts += draw(st.sampled_from([tag(3, 0) + varint(9), ld(4, b"x"), tag(1, 5) + b"\x00" * 4]))
-        parts.append(ld(15, ts))
+            ts += draw(st.sampled_from([wire_field(3, 0, varint(9)), delimited(4, b"x"), wire_field(1, 5, bytes(4))]))
+        parts.append(delimited(15, ts))
         parts.append(draw(OTHER))
     return b"".join(parts)
 
@@ -118,13 +101,13 @@ def test_wire_counts_equal_the_loop(predictions: list[bytes], accept_s: int) -> 
 def test_hand_worked() -> None:
     raw = envelope_bytes(
         [
-            ld(15, timestamp(120)),  # minute 2
-            ld(15, timestamp(-1)),  # floor: minute -1
-            ld(15, timestamp(0, 5)),  # nanos alone: set, minute 0
+            delimited(15, timestamp(120)),  # minute 2
+            delimited(15, timestamp(-1)),  # floor: minute -1
+            delimited(15, timestamp(0, 5)),  # nanos alone: set, minute 0
             b"",  # unset: the accept minute
-            ld(15, timestamp(179)),  # minute 2 again
-            ld(15, timestamp(60)) + ld(15, timestamp(nanos=1)),  # merged: seconds 60 stays, minute 1
-            ld(15, timestamp(61)) + ld(15, timestamp(300)),  # the later seconds wins: minute 5
+            delimited(15, timestamp(179)),  # minute 2 again
+            delimited(15, timestamp(60)) + delimited(15, timestamp(nanos=1)),  # merged: seconds 60 stays, minute 1
+            delimited(15, timestamp(61)) + delimited(15, timestamp(300)),  # the later seconds wins: minute 5
         ],
         accept_s=6_000,
     )
@@ -149,9 +132,9 @@ def test_a_real_envelope() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        envelope_bytes([tag(16, 3) + tag(1, 0) + varint(1) + tag(16, 4)]),  # a group: protobuf keeps it unknown
-        envelope_bytes([ld(15, timestamp(60))]) + tag(120, 3) + tag(120, 4),  # a group in the header's place
-        envelope_bytes([ld(15, b"\x08" + b"\xff" * 9 + b"\x7f")]),  # a varint past 64 bits
+        envelope_bytes([wire_field(16, 3, wire_field(1, 0, varint(1))) + wire_field(16, 4)]),  # a group: kept unknown
+        envelope_bytes([delimited(15, timestamp(60))]) + wire_field(120, 3) + wire_field(120, 4),  # a group, at the end
+        envelope_bytes([delimited(15, b"\x08" + b"\xff" * 9 + b"\x7f")]),  # a varint past 64 bits
     ],
 )
 def test_what_it_does_not_read_goes_to_the_loop(raw: bytes) -> None:
@@ -164,14 +147,14 @@ def test_what_it_does_not_read_goes_to_the_loop(raw: bytes) -> None:
 @needs_c
 @pytest.mark.parametrize("cut", [1, 2, 5, 9])
 def test_truncated_bytes_are_not_read(cut: int) -> None:
-    raw = envelope_bytes([ld(15, timestamp(1_700_000_000, 5)), ld(6, b"text")], accept_s=0)
+    raw = envelope_bytes([delimited(15, timestamp(1_700_000_000, 5)), delimited(6, b"text")], accept_s=0)
     body = raw[: raw.index(b"text") + 4]  # the predictions alone, then cut inside them
     assert minutes._counts is not None
     assert minutes._counts(body[:-cut], 0) is None
 
 
 def test_without_the_module_the_loop_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    raw = envelope_bytes([ld(15, timestamp(120)), b"", ld(15, timestamp(150))], accept_s=600)
+    raw = envelope_bytes([delimited(15, timestamp(120)), b"", delimited(15, timestamp(150))], accept_s=600)
     env = BatchEnvelope.FromString(raw)
     monkeypatch.setattr(minutes, "_counts", None)
     assert minutes.per_minute(raw, env, 600.0) == {2: 2, 10: 1}
@@ -179,7 +162,7 @@ def test_without_the_module_the_loop_counts(monkeypatch: pytest.MonkeyPatch) -> 
 
 @needs_c
 def test_the_wire_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
-    raw = envelope_bytes([ld(15, timestamp(120)), ld(15, timestamp(600))], accept_s=600)
+    raw = envelope_bytes([delimited(15, timestamp(120)), delimited(15, timestamp(600))], accept_s=600)
     env = BatchEnvelope.FromString(raw)
 
     def no_loop(*args: object) -> dict[int, int]:
