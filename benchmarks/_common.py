@@ -25,6 +25,14 @@ from holistic_app.up import free_address, wait_serving
 from holistic_client.jsonl import read_predictions
 
 
+def redis_cpu(client: redis.Redis) -> float:
+    """Redis's CPU seconds, its forks' included: with AOF on, a rewrite's child (vs_helm's file
+    triggers two a run) took ~10 % of Redis's samples on the same cores (perf); INFO counts it under
+    *_children once it has exited (0 without persistence)."""
+    info = client.info("cpu")
+    return sum(float(info[f"used_cpu_{k}"]) for k in ("user", "sys", "user_children", "sys_children"))
+
+
 @contextmanager
 def private_redis(persist: bool = False) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="holistic-bench-") as d:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from benchmarks._common import median, now, private_redis, sample_predictions, stop
+from benchmarks._common import median, now, private_redis, redis_cpu, sample_predictions, stop
 from benchmarks.summarization import corpus
 from holistic import envelope as env_mod
 from holistic.keys import Keys
@@ -137,11 +137,6 @@ def threads(pid: int) -> int:
 def blocked_reads(client: redis.Redis) -> int:
     """Connections blocked in XREADGROUP (Redis 7.0 creates a consumer only when it is given an entry)."""
     return sum(1 for c in client.client_list() if c.get("cmd") == "xreadgroup" and "b" in c.get("flags", ""))
-
-
-def redis_cpu(client: redis.Redis) -> float:
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 @dataclass

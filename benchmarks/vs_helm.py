@@ -51,7 +51,7 @@ from typing import Any
 
 import redis
 
-from benchmarks._common import ScriptTime, cpu_seconds, median, private_redis, spawned
+from benchmarks._common import ScriptTime, cpu_seconds, median, private_redis, redis_cpu, spawned
 from holistic import registry
 from holistic.keys import Keys
 from holistic_app.demo import SAMPLE
@@ -199,14 +199,6 @@ def _caught_up(r: redis.Redis, stream: str, families: list[str], timeout_s: floa
         time.sleep(0.1)
 
 
-def _redis_cpu(r: redis.Redis) -> float:
-    """Redis's CPU seconds, its forks' included: an AOF rewrite's child (the file's ~140 MB of AOF
-    trigger two a run) takes ~10 % of Redis's samples on the same cores (perf), and INFO counts it
-    under *_children once it has exited."""
-    info = r.info("cpu")
-    return sum(float(info[f"used_cpu_{k}"]) for k in ("user", "sys", "user_children", "sys_children"))
-
-
 def _children_cpu() -> float:
     """CPU seconds of this process's reaped children (the client's, once it has exited)."""
     u = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -243,7 +235,7 @@ def service_run(
             raise RuntimeError(f"holistic submit (warm-up) failed: {done.stdout}{done.stderr}")
         _caught_up(r, stream, families, 120)
         cpu0 = {p.pid: cpu_seconds(p.pid) for p in procs}
-        redis0 = _redis_cpu(r)
+        redis0 = redis_cpu(r)
         r.config_resetstat()
         script_time = ScriptTime(r) if scripts else None
         client_py = ["-m", "benchmarks.cpu_profile", str(profile / "client.prof")] if profile else []
@@ -280,7 +272,7 @@ def service_run(
             history.clear()
         elapsed = max(caught.values())
         cpu.update({" ".join(cmd): cpu_seconds(p.pid) - cpu0[p.pid] for cmd, p in zip(commands, procs, strict=True)})
-        cpu["redis"] = _redis_cpu(r) - redis0
+        cpu["redis"] = redis_cpu(r) - redis0
         commands_us = {k: (float(v["usec"]), int(v["calls"])) for k, v in r.info("commandstats").items()}
         if script_time is not None:
             script_time.drain()
@@ -334,10 +326,10 @@ def family_alone(path: Path, family: str, rows: int, batch: int = BATCH) -> tupl
         as_partial(worker.family.compute(envelopes[0], settings))  # warm-up: lazy imports, models
         timed = _TimedCompute(worker.family)
         worker.family = timed  # type: ignore[assignment]
-        redis0, started = _redis_cpu(r), time.process_time()
+        redis0, started = redis_cpu(r), time.process_time()
         while worker.step(block_ms=1):
             pass
-        return 1e6 * timed.seconds / n, 1e6 * (time.process_time() - started) / n, 1e6 * (_redis_cpu(r) - redis0) / n
+        return 1e6 * timed.seconds / n, 1e6 * (time.process_time() - started) / n, 1e6 * (redis_cpu(r) - redis0) / n
 
 
 class _TimedCompute:
