@@ -1,22 +1,20 @@
 """SubmitPredictions: validate, dedupe by batch_id, give a sequence number, write ONCE to the stream.
 
-Two steps on one Redis: ingest.lua reserves a per-model sequence number (or returns the earlier
-answer); enqueue.lua adds the batch to the work stream and counts it, atomically, only while it is
-reserved. A crash between the steps leaves the reservation, and the client's retry enqueues the batch
-with the same sequence number. A cluster keeps the stream in another slot, so there the second step
-is two (each single-slot): XADD, then mark_queued.lua counts it once; a crash between them re-adds the
+One Redis: submit.lua does it all in one atomic step, one round trip (with the AOF state pipelined
+behind it): recognise a retried batch_id (the earlier answer) or one used for other content, check
+and register a new batch's group tags against the caps, reserve a per-model sequence number, add
+the batch to the work stream and count it. A crash can leave nothing half done; a batch reserved by
+an older gateway's first step (ingest.lua) is queued by the retry under its sequence number.
+A cluster keeps the stream in another slot, so there the steps are separate (each single-slot):
+groups.lua, ingest.lua, XADD, then mark_queued.lua counts it once; a crash between them re-adds the
 batch on retry, which workers apply once. The answer goes out only after the batch is on the stream
-and, with durability everysec on one Redis, after Redis wrote the steps to its AOF
-(gateway/durability.py). A new batch's group tags are registered before (groups.lua, which also
-recognises a retried batch_id): Redis round trips per new batch: groups (when it has tags), ingest,
-enqueue with the AOF state pipelined behind it.
+and, with durability everysec on one Redis, after Redis wrote it to its AOF (gateway/durability.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -179,23 +177,57 @@ class Ingestor:
         digest: str,
     ) -> SubmitPredictionsResponse:
         await self.quotas.admit(tenant, incoming.count)
-        await self._register_groups(model, incoming, digest)  # only a new batch's tags count against the caps
+        header = BatchEnvelope(
+            batch_id=incoming.batch_id, model=model, families=families, traceparent=traceparent, tenant=tenant
+        )
+        if self.settings.redis_cluster:
+            await self._register_groups(model, incoming, digest)  # only a new batch's tags count against the caps
+            return await self._steps(incoming, model, public, tenant, digest, header)
+        s, keys = self.settings, self.keys
+        batch_id = incoming.batch_id
+        stream = keys.stream_for(shard_of(model, s.queue_shards))
+        base_keys = [keys.ingest(model, batch_id), keys.sequence(model), keys.meta(model), keys.models(tenant), stream]
+        base_args: list[Any] = [digest, s.idempotency_ttl_s, int(incoming.now * 1000), incoming.count, public]
+        base_args += [envelope.VERSION, model, ",".join(families), incoming.raw, header.SerializeToString()]
+        exact = incoming.proof is None
+        while True:
+            tags = self._tags(incoming, exact)
+            script_keys, args = list(base_keys), list(base_args)
+            if tags:
+                script_keys += [keys.group_keys(model), *(keys.group_values(model, k) for k in tags)]
+                args += [s.max_group_keys, s.max_group_values]
+                for key, values in tags.items():
+                    args += [key, len(values), *values]
+            reply, state = await self._run_submit(script_keys, args)
+            verdict = int(reply[0])
+            if verdict < 3 or exact:
+                break
+            exact = True  # nothing was written (a cap): name the field as the walk would
+        if verdict == 2:
+            raise _reused(batch_id, int(reply[1]))
+        if verdict >= 3:
+            raise self._over_cap(model, tags, reply[1], reply[2] if verdict == 4 else None)
+        _, seq, count, accept_ms = (int(x) for x in reply)
+        response = SubmitPredictionsResponse(
+            batch_id=batch_id, model=public, sequence=seq, accepted_count=count, duplicate=verdict == 1
+        )
+        response.accept_time.FromMilliseconds(accept_ms)
+        if state is not None:  # a duplicate waits too: the first attempt's writes may still be unwritten
+            await self.barrier.wait(state)  # type: ignore[union-attr]
+        return response
+
+    async def _run_submit(self, keys: list[str], args: list[Any]) -> tuple[list[Any], AofState | None]:
+        """submit.lua; with the AOF barrier, on a pinned connection with the AOF state behind it."""
         if self.barrier is None:
-            stored = await self._store(self.r, incoming, model, public, tenant, traceparent, digest, families)
-            return stored[0]
+            return await self.scripts.submit(keys=keys, args=args), None
         for attempt in range(2):  # a connection that died with an earlier Redis is replaced once
             try:
                 async with self._pinned_client() as c:
-                    response, state = await self._store(
-                        c, incoming, model, public, tenant, traceparent, digest, families
-                    )
-                break
+                    return await self._then_state(c, keys, args)
             except RETRYABLE:
                 if attempt:
                     raise
-        assert state is not None
-        await self.barrier.wait(state)
-        return response
+        raise AssertionError("unreachable")
 
     @contextlib.asynccontextmanager
     async def _pinned_client(self) -> AsyncIterator[aioredis.Redis]:
@@ -218,26 +250,36 @@ class Ingestor:
             else:  # an error or a cancel may leave a reply unread on the connection: never reuse it
                 await c.aclose()
 
-    async def _store(
-        self,
-        c: aioredis.Redis,
-        incoming: Incoming,
-        model: str,
-        public: str,
-        tenant: str,
-        traceparent: str,
-        digest: str,
-        families: tuple[str, ...],
-    ) -> tuple[SubmitPredictionsResponse, AofState | None]:
-        """Reserve, write, count; with the AOF barrier, on one connection and so one Redis process,
-        ending with the AOF state (INFO, read in Redis) that tells the barrier which process holds the
-        writes and where."""
+    async def _then_state(self, c: aioredis.Redis, keys: list[str], args: list[Any]) -> tuple[list[Any], AofState]:
+        """submit.lua, then the AOF state, sent together on the pinned connection (in order: the state
+        is read after the batch's writes, which tells the barrier which Redis process holds them and where)."""
+        submit, aof_state = self.scripts.submit, self.scripts.aof_state
+        for attempt in range(2):
+            reply, state = await pipelined(
+                c, ("EVALSHA", submit.sha, len(keys), *keys, *args), ("EVALSHA", aof_state.sha, 0)
+            )
+            missing = [x for x in (reply, state) if isinstance(x, redis.exceptions.NoScriptError)]
+            if missing and not attempt:  # a restarted Redis forgot the scripts: load them, send again
+                for script in (submit, aof_state):
+                    await c.script_load(script.script)
+                continue
+            for answer in (reply, state):
+                if isinstance(answer, Exception):
+                    raise answer
+            return reply, AofState.of(state)
+        raise AssertionError("unreachable")
+
+    async def _steps(
+        self, incoming: Incoming, model: str, public: str, tenant: str, digest: str, header: BatchEnvelope
+    ) -> SubmitPredictionsResponse:
+        """A cluster keeps the stream in another slot than the batch's keys: reserve (ingest.lua), XADD,
+        then count once (mark_queued.lua); a crash between them re-adds the batch on retry, which
+        workers apply once."""
         batch_id = incoming.batch_id
         ingest_key = self.keys.ingest(model, batch_id)
         is_new, seq, stored, state, count, accept_ms = await self.scripts.ingest(
             keys=[ingest_key, self.keys.sequence(model)],
             args=[digest, self.settings.idempotency_ttl_s, int(incoming.now * 1000), incoming.count],
-            client=c,
         )
         stored = stored.decode() if isinstance(stored, bytes) else stored
         state = state.decode() if isinstance(state, bytes) else state
@@ -248,59 +290,29 @@ class Ingestor:
         )
         response.accept_time.FromMilliseconds(int(accept_ms))
         if state != "queued":
-            header = BatchEnvelope(
-                batch_id=batch_id,
-                model=model,
-                sequence=seq,
-                families=families,
-                traceparent=traceparent,
-                tenant=tenant,
-            )
+            header.sequence = seq
             header.accept_time.FromMilliseconds(int(accept_ms))
             stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
-            fields = envelope.fields_for(model, seq, incoming.raw, header)
-            if self.settings.redis_cluster:
-                await c.xadd(stream, fields)  # type: ignore[arg-type]
-                await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)], client=c)
-                await c.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
-            else:
-                keys = [ingest_key, self.keys.meta(model), self.keys.models(tenant), stream]
-                args = [public, *itertools.chain.from_iterable(fields.items())]
-                if self.barrier is not None:  # the AOF state behind it, in the same round trip
-                    return response, await self._enqueue_then_state(c, keys, args)
-                await self.scripts.enqueue(keys=keys, args=args, client=c)
-        # a duplicate waits too: the first attempt's writes may still be unwritten
-        state = await AofState.read(self.scripts, c) if self.barrier is not None else None
-        return response, state
+            await self.r.xadd(stream, envelope.fields_for(model, seq, incoming.raw, header))  # type: ignore[arg-type]
+            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)])
+            await self.r.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
+        return response
 
-    async def _enqueue_then_state(self, c: aioredis.Redis, keys: list[str], args: list[Any]) -> AofState:
-        """enqueue.lua, then the AOF state, sent together on the pinned connection (in order: the state
-        is read after the batch's writes)."""
-        enqueue, aof_state = self.scripts.enqueue, self.scripts.aof_state
-        for attempt in range(2):
-            queued, reply = await pipelined(
-                c, ("EVALSHA", enqueue.sha, len(keys), *keys, *args), ("EVALSHA", aof_state.sha, 0)
-            )
-            missing = [x for x in (queued, reply) if isinstance(x, redis.exceptions.NoScriptError)]
-            if missing and not attempt:  # a restarted Redis forgot the scripts: load them, send again
-                for script in (enqueue, aof_state):
-                    await c.script_load(script.script)
-                continue
-            for answer in (queued, reply):
-                if isinstance(answer, Exception):
-                    raise answer
-            return AofState.of(reply)
-        raise AssertionError("unreachable")
+    @staticmethod
+    def _tags(incoming: Incoming, exact: bool) -> Tags:
+        """The batch's group tags: from the C proof (wire order), or the request's own order (exact),
+        which decides what is named past a cap."""
+        if exact or incoming.proof is None:
+            return group_tags(incoming.request)
+        return tags_of(incoming.proof.pairs)
 
     async def _register_groups(self, model: str, incoming: Incoming, digest: str, exact: bool = False) -> None:
-        """Cap the distinct group keys and values per model (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the
-        fairness statistics stay bounded; a batch past a cap is refused whole, naming the field. A
-        batch_id seen before registers nothing: a retry (its tags counted when it was new) passes, other
-        content under it is AlreadyExists. Without tags, ingest.lua tells the two apart.
-        The C proof's tags come in wire order; past a cap, the request's own order decides what is named."""
-        proof = incoming.proof
-        exact = exact or proof is None
-        tags = group_tags(incoming.request) if exact else tags_of(proof.pairs)  # type: ignore[union-attr]
+        """A cluster's first step (groups.lua): cap the distinct group keys and values per model
+        (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the fairness statistics stay bounded; a batch past a cap
+        is refused whole, naming the field. A batch_id seen before registers nothing: a retry (its tags
+        counted when it was new) passes, other content under it is AlreadyExists."""
+        exact = exact or incoming.proof is None
+        tags = self._tags(incoming, exact)
         if not tags:
             return
         s = self.settings
@@ -317,17 +329,22 @@ class Ingestor:
             raise _reused(incoming.batch_id, int(reply[1]))
         if not exact:  # nothing was registered (the script is all or nothing): name it as the walk would
             return await self._register_groups(model, incoming, digest, exact=True)
-        key = reply[1].decode() if isinstance(reply[1], bytes) else reply[1]
-        if verdict == 1:
+        raise self._over_cap(model, tags, reply[1], reply[2] if verdict == 2 else None)
+
+    def _over_cap(self, model: str, tags: Tags, raw_key: bytes | str, raw_value: bytes | str | None) -> InvalidArgument:
+        """The refusal of a batch whose group key (value None) or value would pass its cap."""
+        s = self.settings
+        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+        if raw_value is None:
             i = min(tags[key].values())
             why = f"would be group key number {s.max_group_keys + 1} of model {model!r}; at most "
             why += f"{s.max_group_keys} distinct keys (HOLISTIC_MAX_GROUP_KEYS)"
         else:
-            value = reply[2].decode() if isinstance(reply[2], bytes) else reply[2]
+            value = raw_value.decode() if isinstance(raw_value, bytes) else raw_value
             i = tags[key][value]
             why = f"value {value!r} would be distinct value number {s.max_group_values + 1} of group key "
             why += f"{key!r} for model {model!r}; at most {s.max_group_values} (HOLISTIC_MAX_GROUP_VALUES)"
-        raise InvalidArgument([FieldViolation(f"predictions[{i}].groups[{key!r}]", why)])
+        return InvalidArgument([FieldViolation(f"predictions[{i}].groups[{key!r}]", why)])
 
 
 def _reused(batch_id: str, seq: int) -> AlreadyExists:

@@ -1,10 +1,15 @@
 """The stream entry of one accepted batch: small routing fields plus the versioned envelope.
 
 Fields: v (envelope schema version), m (model), s (per-model sequence), f (the families it is for,
-comma separated: a worker skips another family's entry without decoding it), e (BatchEnvelope bytes).
-The gateway never re-encodes predictions: e is the SubmitPredictionsRequest bytes as received,
-followed by an encoded header BatchEnvelope (fields 1, 2 and 100+). Protobuf merges concatenated
-messages and the header's scalars, written last, win (see protos/holistic/queue/v1/envelope.proto).
+comma separated: a worker skips another family's entry without decoding it), e and h (BatchEnvelope
+bytes). The gateway never re-encodes predictions: e is the SubmitPredictionsRequest bytes as
+received, h an encoded header BatchEnvelope (fields 1, 2 and 100+), and the envelope is e followed
+by h: protobuf merges concatenated messages and the header's scalars, read last, win (see
+protos/holistic/queue/v1/envelope.proto).
+
+Version 2 keeps h apart from e so that on one Redis submit.lua can write the header's sequence and
+accept time without building a copy of e: Redis's Lua hashes every byte of every string it makes.
+Version 1 (e holding both) is still read: entries accepted before an upgrade.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass
 
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 
-VERSION = b"1"
+VERSION = b"2"
+LEGACY = b"1"  # e is the request and the header together
 
 
 @dataclass(frozen=True)
@@ -23,13 +29,18 @@ class Entry:
     seq: int
     payload: bytes
     families: frozenset[str] | None = None  # None: an entry from before `f`, read the envelope's list
+    header: bytes = b""  # h: merged over the payload (empty in a version 1 entry)
 
     def is_for(self, family: str) -> bool | None:
         """Whether the entry is for `family`; None when only the envelope can say (an older entry)."""
         return None if self.families is None else family in self.families
 
     def envelope(self) -> BatchEnvelope:
-        return BatchEnvelope.FromString(self.payload)
+        """payload + header parsed as one message, without copying the payload to join them."""
+        env = BatchEnvelope.FromString(self.payload)
+        if self.header:
+            env.MergeFromString(self.header)
+        return env
 
 
 class BadEntry(ValueError):
@@ -38,7 +49,7 @@ class BadEntry(ValueError):
 
 def fields_for(model: str, seq: int, request_bytes: bytes, header: BatchEnvelope) -> dict[str, bytes | str | int]:
     families = ",".join(header.families)
-    return {"v": VERSION, "m": model, "s": seq, "f": families, "e": request_bytes + header.SerializeToString()}
+    return {"v": VERSION, "m": model, "s": seq, "f": families, "e": request_bytes, "h": header.SerializeToString()}
 
 
 def _get(fields: dict[bytes, bytes], name: bytes) -> bytes:
@@ -51,12 +62,13 @@ def _get(fields: dict[bytes, bytes], name: bytes) -> bytes:
 def parse(entry_id: bytes | str, fields: dict[bytes, bytes]) -> Entry:
     eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
     version = _get(fields, b"v")
-    if version != VERSION:
-        raise BadEntry(f"envelope version {version!r} is not {VERSION!r}")
+    if version not in (VERSION, LEGACY):
+        raise BadEntry(f"envelope version {version!r} is not {VERSION!r} or {LEGACY!r}")
     try:
         seq = int(_get(fields, b"s"))
     except ValueError as exc:
         raise BadEntry(f"bad sequence {fields.get(b's')!r}") from exc
     raw_families = fields.get(b"f")
     families = None if raw_families is None else frozenset(raw_families.decode().split(","))
-    return Entry(eid, _get(fields, b"m").decode(), seq, _get(fields, b"e"), families)
+    header = _get(fields, b"h") if version == VERSION else b""
+    return Entry(eid, _get(fields, b"m").decode(), seq, _get(fields, b"e"), families, header)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 LUA_DIR = Path(__file__).parent / "lua"
-NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "enqueue", "clock")
+NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "submit", "clock")
 
 
 @cache
@@ -29,4 +29,4 @@ class Scripts:
         self.rate = client.register_script(source("rate"))
         self.groups = client.register_script(source("groups"))
         self.aof_state = client.register_script(source("aof_state"))
-        self.enqueue = client.register_script(source("enqueue"))
+        self.submit = client.register_script(source("submit"))

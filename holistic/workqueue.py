@@ -129,7 +129,7 @@ class WorkQueue:
         rows = self.r.xrange(self.dlq, count=count)
         out = []
         for eid, fields in rows:
-            info = {_s(k): _s(v) for k, v in fields.items() if _s(k) != "e"}
+            info = {_s(k): _s(v) for k, v in fields.items() if _s(k) not in ("e", "h")}  # envelope bytes
             out.append((_s(eid), info))
         return out
 

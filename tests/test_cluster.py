@@ -25,6 +25,7 @@ from holistic_app.cli import main
 from metric_services.runner import Worker
 from tests.conftest import drain
 from tests.factories import prediction
+from tests.gateway.test_request_bounds import refused_batches_register_no_group_tags
 from tests.metric_services.test_property_batching import flatten
 
 pytestmark = pytest.mark.slow
@@ -177,6 +178,13 @@ def test_dead_letters_replay_and_trim_per_shard(rc, redis_cluster, make_gateway,
     assert trimmed >= 4 and all(rc.xlen(Keys().stream_for(n)) == 0 for n in range(SHARDS))
     with gw.client() as c:
         assert {c.get_profile(f"m{m}").counts.window_predictions for m in range(4)} == {2}
+
+
+def test_group_tags_of_refused_and_retried_batches_on_a_cluster(redis_cluster, make_gateway):
+    """A cluster's submit runs groups.lua, ingest.lua and mark_queued.lua as steps: the same answers."""
+    url, _ = redis_cluster
+    gw = make_gateway(redis_url=url, redis_cluster=True, queue_shards=SHARDS, max_group_values=3)
+    refused_batches_register_no_group_tags(gw)
 
 
 def test_watches_of_models_in_different_slots_share_the_feed_loop(rc, redis_cluster, make_gateway, make_settings):

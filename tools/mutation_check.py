@@ -29,6 +29,7 @@ SKIP = shutil.ignore_patterns(
 WORKQUEUE_TESTS = ["tests/holistic/test_workqueue.py"]
 DONE_BIT_TESTS = ["tests/metric_services/test_done_bit.py", *WORKQUEUE_TESTS]
 SUBMIT_TESTS = ["tests/gateway/test_submit.py"]
+CLUSTER_TESTS = ["tests/test_cluster.py"]  # groups.lua and ingest.lua run only on a cluster
 VALIDATION_TESTS = ["tests/gateway/test_validation.py"]
 COLUMN_TESTS = ["tests/gateway/test_columns.py"]
 PROOF_TESTS = ["tests/gateway/test_wire_proof.py"]
@@ -119,19 +120,34 @@ MUTANTS = [
            "for _, seq in ipairs({seqs[1]}) do redis.call('SETBIT'",
            COALESCE_TESTS, "batches applied together leave their done bits unset but the first"),
     Mutant("ingest-no-dedupe", "holistic/lua/ingest.lua", "if known[1] then", "if false then",
-           SUBMIT_TESTS, "a retried batch_id gets a new sequence number"),
+           CLUSTER_TESTS, "a retried batch_id gets a new sequence number (a cluster's first step)"),
     Mutant("ingest-raw-digest", "gateway/ingest.py", "hashlib.sha256(deterministic)",
            "hashlib.sha256(raw)", SUBMIT_TESTS, "idempotency compares wire bytes, not content"),
     Mutant("mark-queued-twice", "holistic/lua/mark_queued.lua",
            "if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end\n", "",
            SUBMIT_TESTS, "a re-added batch is counted as accepted twice"),
-    Mutant("enqueue-twice", "holistic/lua/enqueue.lua",
-           "if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end\n", "",
-           SUBMIT_TESTS, "a batch enqueued again (two retries in flight) is added and counted twice"),
+    Mutant("submit-requeues", "holistic/lua/submit.lua",
+           "  if known[3] ~= 'reserved' then return", "  if false then return",
+           SUBMIT_TESTS, "a retried batch already on the stream is added and counted again"),
+    Mutant("submit-no-dedupe", "holistic/lua/submit.lua", "ARGV[3]\nif known[1] then", "ARGV[3]\nif false then",
+           SUBMIT_TESTS, "a retried batch_id gets a new sequence number"),
+    Mutant("submit-other-content", "holistic/lua/submit.lua",
+           "  if known[2] ~= ARGV[1] then return {2, tonumber(known[1])} end\n", "",
+           SUBMIT_TESTS, "other content under a used batch_id is answered as a duplicate"),
+    Mutant("submit-caps-unchecked", "holistic/lua/submit.lua", "      if keys_room < 0 then return {3, name} end\n",
+           "", ["tests/gateway/test_validation.py", "tests/gateway/test_wire_proof.py"],
+           "a batch past the group key cap is registered"),
+    Mutant("submit-header-varint", "holistic/lua/submit.lua", "while x >= 128 do", "while x >= 256 do",
+           SUBMIT_TESTS, "a sequence or time of 128 and more is encoded wrong in the envelope header"),
+    Mutant("submit-reserved-new-time", "holistic/lua/submit.lua", "seq, n, ms = tonumber(known[1]), known[4], known[5]",
+           "seq, n = tonumber(known[1]), known[4]", SUBMIT_TESTS,
+           "a batch reserved by an older gateway is queued with the retry's accept time"),
+    Mutant("replay-drops-header", "holistic/lua/replay.lua", "or name == 'h' ", "",
+           ["tests/holistic/test_workqueue.py"], "a replayed version 2 entry loses its header"),
     Mutant("groups-reused-registers", "holistic/lua/groups.lua", "  return {4, tonumber(known[1])}\n", "",
-           ["tests/gateway/test_request_bounds.py"], "other content under a used batch_id registers its group tags"),
+           CLUSTER_TESTS, "other content under a used batch_id registers its group tags (cluster)"),
     Mutant("groups-retry-refused", "holistic/lua/groups.lua", "  if known[2] == ARGV[1] then return {3} end\n", "",
-           SUBMIT_TESTS, "a retried batch with group tags is refused as other content"),
+           CLUSTER_TESTS, "a retried batch with group tags is refused as other content (cluster)"),
     Mutant("deadletter-unconditional", "holistic/lua/deadletter.lua",
            "if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end",
            "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])", WORKQUEUE_TESTS,

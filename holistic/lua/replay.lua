@@ -8,7 +8,7 @@ local fields = e[1][2]
 local out = {}
 for i = 1, #fields, 2 do
   local name = fields[i]
-  if name == 'v' or name == 'm' or name == 's' or name == 'e' or name == 't' then
+  if name == 'v' or name == 'm' or name == 's' or name == 'e' or name == 'h' or name == 't' then
     table.insert(out, name)
     table.insert(out, fields[i + 1])
   end

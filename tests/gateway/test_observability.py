@@ -14,8 +14,8 @@ import grpc
 import pytest
 from prometheus_client import REGISTRY
 
+from holistic import envelope
 from holistic.keys import Keys
-from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_app.up import free_address, wait_serving
@@ -108,4 +108,4 @@ def test_accepted_batches_are_logged_with_their_trace_context(make_gateway, capl
     import redis as redis_mod
 
     entries = redis_mod.Redis.from_url(gw.settings.redis_url).xrange(Keys().stream)
-    assert BatchEnvelope.FromString(entries[0][1][b"e"]).traceparent == TRACEPARENT
+    assert envelope.parse(*entries[0]).envelope().traceparent == TRACEPARENT

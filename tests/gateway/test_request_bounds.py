@@ -102,7 +102,12 @@ def test_perturb_refuses_an_answer_over_the_message_limit_before_working(make_ga
 
 
 def test_a_batch_refused_as_already_exists_registers_no_group_tags(make_gateway):
-    gw = make_gateway(max_group_values=3)
+    refused_batches_register_no_group_tags(make_gateway(max_group_values=3))
+
+
+def refused_batches_register_no_group_tags(gw) -> None:
+    """Other content under a used batch_id is ALREADY_EXISTS and uses up no group values; a retry is
+    a duplicate; the cap (3 values) refuses the fourth. Also run on a Redis Cluster (tests/test_cluster.py)."""
 
     def tagged(value: str, pid: str = "a"):
         p = prediction(pid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from holistic import envelope
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.registry import installed
@@ -25,8 +26,8 @@ def test_batch_is_one_stream_entry_with_envelope(client, r):
     entries = r.xrange(KEYS.stream)
     assert len(entries) == 1
     fields = entries[0][1]
-    assert fields[b"v"] == b"1" and fields[b"m"] == b"m1" and fields[b"s"] == b"1"
-    env = BatchEnvelope.FromString(fields[b"e"])
+    assert fields[b"v"] == b"2" and fields[b"m"] == b"m1" and fields[b"s"] == b"1"
+    env = envelope.parse(*entries[0]).envelope()
     assert env.batch_id == "b-1" and env.model == "m1" and env.sequence == 1
     assert list(env.families) == installed()  # the gateway's default: every family
     assert [p.id for p in env.predictions] == ["p0", "p1", "p2"]
@@ -212,18 +213,49 @@ def test_mark_queued_counts_a_batch_once(client, r):
     assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"
 
 
-def test_enqueue_adds_and_counts_a_batch_once(client, r):
-    """enqueue.lua (one Redis) puts a batch on the stream and counts it only while it is reserved: a
-    second call, as from two retries of one reserved batch in flight at once, adds and counts nothing."""
-    client.submit(batch(3), batch_id="b-1", model="m1")
+def _submit_script(r, batch_id: str, digest: str = "d1", ms: int = 1_700_000_000_123):
+    """submit.lua called as the gateway calls it on one Redis (no group tags)."""
+    request = es.SubmitPredictionsRequest(batch_id=batch_id, predictions=batch(3)).SerializeToString()
+    keys = [KEYS.ingest("m1", batch_id), KEYS.sequence("m1"), KEYS.meta("m1"), KEYS.models(), KEYS.stream_for(0)]
+    header = BatchEnvelope(batch_id=batch_id, model="m1", families=["accuracy"]).SerializeToString()
+    args = [digest, 600, ms, 3, "m1", envelope.VERSION, "m1", "accuracy", request, header]
+    return [int(x) for x in Scripts(r).submit(keys=keys, args=args)], (request, header)
+
+
+@pytest.mark.parametrize(
+    ("seq", "ms"),
+    [(1, 1_700_000_000_123), (127, 1_700_000_000_000), (128, 999), (300, 1_000), (2**32 + 5, 1), (2**50, 2**41 + 7)],
+)
+def test_submit_script_writes_the_envelope_sequence_and_accept_time_as_protobuf_does(r, seq, ms):
+    """submit.lua encodes BatchEnvelope's fields 100 and 101 itself (only it knows the sequence): the
+    bytes equal protobuf's own encoding, zero seconds or nanos left out as proto3 does."""
+    r.set(KEYS.sequence("m1"), seq - 1)
+    reply, (request, header) = _submit_script(r, "b-1", ms=ms)
+    assert reply == [0, seq, 3, ms]
+    ((entry_id, fields),) = r.xrange(KEYS.stream_for(0))
+    tail = BatchEnvelope(sequence=seq)
+    tail.accept_time.FromMilliseconds(ms)
+    assert fields[b"e"] == request and fields[b"h"] == header + tail.SerializeToString()
+    assert (fields[b"v"], fields[b"m"], fields[b"s"], fields[b"f"]) == (b"2", b"m1", str(seq).encode(), b"accuracy")
+    env = envelope.parse(entry_id, fields).envelope()
+    assert (env.batch_id, env.model, env.sequence, env.accept_time.ToMilliseconds()) == ("b-1", "m1", seq, ms)
+    assert [p.id for p in env.predictions] == ["p0", "p1", "p2"]
+
+
+def test_submit_script_adds_and_counts_a_batch_once(r):
+    """A known batch_id with the same content is the earlier answer and adds nothing; with other
+    content it is refused and writes nothing; one reserved by an older gateway's first step
+    (ingest.lua, then a crash) is queued once, under its own sequence number and accept time."""
     stream = KEYS.stream_for(0)
-    assert r.xlen(stream) == 1
-    keys = [KEYS.ingest("m1", "b-1"), KEYS.meta("m1"), KEYS.models(), stream]
-    assert Scripts(r).enqueue(keys=keys, args=["m1", "v", "1", "e", b"again"]) == 0
+    assert _submit_script(r, "b-1")[0] == [0, 1, 3, 1_700_000_000_123]
+    assert _submit_script(r, "b-1", ms=5)[0] == [1, 1, 3, 1_700_000_000_123]
+    assert _submit_script(r, "b-1", digest="other")[0] == [2, 1]
     assert r.xlen(stream) == 1
     meta = r.hgetall(KEYS.meta("m1"))
     assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"
-    r.hset(KEYS.ingest("m1", "b-1"), "state", "reserved")  # as a crash after ingest.lua leaves it
-    assert Scripts(r).enqueue(keys=keys, args=["m1", "v", "1", "e", b"again"]) == 1
-    assert r.xlen(stream) == 2 and r.hget(KEYS.ingest("m1", "b-1"), "state") == b"queued"
+    Scripts(r).ingest(keys=[KEYS.ingest("m1", "b-2"), KEYS.sequence("m1")], args=["d2", 600, 1_000, 3])
+    assert _submit_script(r, "b-2", digest="d2", ms=9_000)[0] == [1, 2, 3, 1_000]
+    assert _submit_script(r, "b-2", digest="d2", ms=9_000)[0] == [1, 2, 3, 1_000]
+    assert r.xlen(stream) == 2 and r.hget(KEYS.ingest("m1", "b-2"), "state") == b"queued"
+    assert envelope.parse(*r.xrange(stream)[1]).envelope().accept_time.ToMilliseconds() == 1_000
     assert r.hget(KEYS.meta("m1"), "accepted_batches") == b"2"

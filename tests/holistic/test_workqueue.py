@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import redis
 
 from holistic import envelope
@@ -186,6 +187,24 @@ def test_a_poison_entry_is_dead_lettered_and_replay_is_safe(r, make_worker):
     assert sorted(d[1]["group"] for d in dl) == ["accuracy", "efficiency"]
     assert all("failed 3 times" in d[1]["reason"] and "DecodeError" in d[1]["reason"] for d in dl)
     assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0
+
+
+def test_a_version_1_entry_with_the_header_inside_e_is_read_as_version_2(r, make_worker):
+    """Entries accepted before the upgrade (v 1: e is the request followed by the header) apply as
+    the same envelope; a version 2 entry without its header h is unreadable, not read without it."""
+    v2_id = add_batch(r, "m", 1, n=3)
+    ((_, v2),) = r.xrange(KEYS.stream)
+    v1 = {b"v": b"1", b"m": b"m", b"s": b"2", b"f": v2[b"f"], b"e": v2[b"e"] + v2[b"h"].replace(b"b1", b"b2")}
+    v1_id = r.xadd(KEYS.stream, v1).decode()
+    old, new = envelope.parse(v1_id, v1).envelope(), envelope.parse(v2_id, v2).envelope()
+    assert (old.batch_id, new.batch_id) == ("b2", "b1")
+    new.batch_id = "b2"
+    assert old == new and old.sequence == 1 and old.accept_time.seconds > 0 and len(old.predictions) == 3
+    with pytest.raises(envelope.BadEntry, match="no 'h' field"):
+        envelope.parse(v2_id, {k: v for k, v in v2.items() if k != b"h"})
+    acc = make_worker("accuracy")
+    drain(acc)
+    assert applied_count(r, "m", "accuracy") == 6 and acc.counters.dead_lettered == 0
 
 
 def test_replay_applies_once_for_the_family_that_gave_up(r, make_worker):

@@ -1,0 +1,87 @@
+-- One Redis: a submit in one atomic step, one round trip: recognise a known batch_id, check and
+-- register a new batch's group tags against the caps, reserve its sequence number, put it on the work
+-- stream and count it. (A cluster keeps the stream in another slot: there groups.lua, ingest.lua, XADD
+-- and mark_queued.lua run as steps.) The envelope's sequence and accept time are known only here, so
+-- this script writes them: it appends them to the header (field h, holistic/envelope.py), encoded as
+-- protobuf encodes BatchEnvelope's fields 100 and 101. The request's bytes go to field e as they
+-- came: joining them with anything would make Lua build and hash another string of their size.
+-- KEYS[1] ingest hash (model, batch_id)   KEYS[2] per-model sequence counter   KEYS[3] model meta hash
+-- KEYS[4] the tenant's model set   KEYS[5] work stream   KEYS[6] the model's set of group keys
+-- KEYS[7..] per group key, the set of its values (KEYS[6..] only when the batch carries tags)
+-- ARGV[1] content sha256   ARGV[2] ttl seconds   ARGV[3] accept time (ms)   ARGV[4] predictions
+-- ARGV[5] the public model name, added to KEYS[4]   ARGV[6] envelope version   ARGV[7] internal model
+-- ARGV[8] families (comma separated)   ARGV[9] the request's bytes (e)   ARGV[10] the encoded header
+-- without fields 100 and 101 (h)   ARGV[11] max group keys   ARGV[12] max values per key   then per KEYS[7..]: key
+-- name, value count, values
+-- Returns {0, seq, n, ms} queued now as a new batch; {1, seq, n, ms} a known batch_id with this content
+-- (a retry: the earlier answer; one reserved by an older gateway's first step is queued now, once);
+-- {2, seq} a known batch_id with other content; {3, key} key would pass the key cap; {4, key, value}
+-- value would pass its key's value cap (3 and 4 write nothing).
+-- No allow-oom: at maxmemory the first write (SADD) is refused and nothing is written (backpressure).
+local known = redis.call('HMGET', KEYS[1], 'seq', 'hash', 'state', 'n', 'ms')
+local seq, n, ms = nil, ARGV[4], ARGV[3]
+if known[1] then
+  if known[2] ~= ARGV[1] then return {2, tonumber(known[1])} end
+  if known[3] ~= 'reserved' then return {1, tonumber(known[1]), tonumber(known[4]), tonumber(known[5])} end
+  seq, n, ms = tonumber(known[1]), known[4], known[5]
+elseif #KEYS > 5 then
+  local max_keys, max_values = tonumber(ARGV[11]), tonumber(ARGV[12])
+  local keys_room = max_keys - redis.call('SCARD', KEYS[6])
+  local a = 13
+  for k = 7, #KEYS do
+    local name, count = ARGV[a], tonumber(ARGV[a + 1])
+    if redis.call('SISMEMBER', KEYS[6], name) == 0 then
+      keys_room = keys_room - 1
+      if keys_room < 0 then return {3, name} end
+    end
+    local room = max_values - redis.call('SCARD', KEYS[k])
+    for i = 1, count do
+      if redis.call('SISMEMBER', KEYS[k], ARGV[a + 1 + i]) == 0 then
+        room = room - 1
+        if room < 0 then return {4, name, ARGV[a + 1 + i]} end
+      end
+    end
+    a = a + 2 + count
+  end
+end
+
+redis.call('SADD', KEYS[4], ARGV[5])
+if seq then
+  redis.call('HSET', KEYS[1], 'state', 'queued')
+else
+  local a = 13
+  for k = 7, #KEYS do
+    local count = tonumber(ARGV[a + 1])
+    redis.call('SADD', KEYS[6], ARGV[a])
+    redis.call('SADD', KEYS[k], unpack(ARGV, a + 2, a + 1 + count))
+    a = a + 2 + count
+  end
+  seq = redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[1], 'seq', seq, 'hash', ARGV[1], 'state', 'queued', 'n', n, 'ms', ms)
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
+
+local function varint(x)
+  local out = {}
+  while x >= 128 do
+    out[#out + 1] = string.char(x % 128 + 128)
+    x = math.floor(x / 128)
+  end
+  out[#out + 1] = string.char(x)
+  return table.concat(out)
+end
+local at_ms = tonumber(ms)
+local seconds, nanos = math.floor(at_ms / 1000), (at_ms % 1000) * 1000000
+local stamp = ''
+if seconds ~= 0 then stamp = '\8' .. varint(seconds) end
+if nanos ~= 0 then stamp = stamp .. '\16' .. varint(nanos) end
+local tail = '\160\6' .. varint(seq) .. '\170\6' .. varint(#stamp) .. stamp
+redis.call('XADD', KEYS[5], '*', 'v', ARGV[6], 'm', ARGV[7], 's', seq, 'f', ARGV[8], 'e', ARGV[9], 'h', ARGV[10] .. tail)
+
+redis.call('HINCRBY', KEYS[3], 'accepted_predictions', n)
+redis.call('HINCRBY', KEYS[3], 'accepted_batches', 1)
+redis.call('HSETNX', KEYS[3], 'first_accept_ms', ms)
+local last = tonumber(redis.call('HGET', KEYS[3], 'last_accept_ms') or '0')
+if at_ms > last then redis.call('HSET', KEYS[3], 'last_accept_ms', ms) end
+if known[1] then return {1, seq, tonumber(n), at_ms} end
+return {0, seq, tonumber(n), at_ms}
