@@ -10,11 +10,15 @@ LUA_DIR = Path(__file__).parent / "lua"
 NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "submit", "clock")
 
 
+PRELUDES = {"groups": ("group_caps",), "submit": ("group_caps",)}  # shared functions, put before the script
+
+
 @cache
 def source(name: str) -> str:
     if name not in NAMES:
         raise KeyError(f"no Lua script {name!r}; have {NAMES}")
-    return (LUA_DIR / f"{name}.lua").read_text()
+    preludes = [(LUA_DIR / f"{p}.lua").read_text() for p in PRELUDES.get(name, ())]
+    return "".join(preludes) + (LUA_DIR / f"{name}.lua").read_text()
 
 
 class Scripts:

@@ -134,7 +134,7 @@ MUTANTS = [
     Mutant("submit-other-content", "holistic/lua/submit.lua",
            "  if known[2] ~= ARGV[1] then return {2, tonumber(known[1])} end\n", "",
            SUBMIT_TESTS, "other content under a used batch_id is answered as a duplicate"),
-    Mutant("submit-caps-unchecked", "holistic/lua/submit.lua", "      if keys_room < 0 then return {3, name} end\n",
+    Mutant("caps-unchecked", "holistic/lua/group_caps.lua", "      if keys_room < 0 then return {name} end\n",
            "", ["tests/gateway/test_validation.py", "tests/gateway/test_wire_proof.py"],
            "a batch past the group key cap is registered"),
     Mutant("submit-header-varint", "holistic/lua/submit.lua", "while x >= 128 do", "while x >= 256 do",

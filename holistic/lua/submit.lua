@@ -18,6 +18,7 @@
 -- {2, seq} a known batch_id with other content; {3, key} key would pass the key cap; {4, key, value}
 -- value would pass its key's value cap (3 and 4 write nothing).
 -- No allow-oom: at maxmemory the first write (SADD) is refused and nothing is written (backpressure).
+-- over_cap and register_tags: group_caps.lua, which holistic/scripts.py puts before this script.
 local known = redis.call('HMGET', KEYS[1], 'seq', 'hash', 'state', 'n', 'ms')
 local seq, n, ms = nil, ARGV[4], ARGV[3]
 if known[1] then
@@ -25,37 +26,15 @@ if known[1] then
   if known[3] ~= 'reserved' then return {1, tonumber(known[1]), tonumber(known[4]), tonumber(known[5])} end
   seq, n, ms = tonumber(known[1]), known[4], known[5]
 elseif #KEYS > 5 then
-  local max_keys, max_values = tonumber(ARGV[11]), tonumber(ARGV[12])
-  local keys_room = max_keys - redis.call('SCARD', KEYS[6])
-  local a = 13
-  for k = 7, #KEYS do
-    local name, count = ARGV[a], tonumber(ARGV[a + 1])
-    if redis.call('SISMEMBER', KEYS[6], name) == 0 then
-      keys_room = keys_room - 1
-      if keys_room < 0 then return {3, name} end
-    end
-    local room = max_values - redis.call('SCARD', KEYS[k])
-    for i = 1, count do
-      if redis.call('SISMEMBER', KEYS[k], ARGV[a + 1 + i]) == 0 then
-        room = room - 1
-        if room < 0 then return {4, name, ARGV[a + 1 + i]} end
-      end
-    end
-    a = a + 2 + count
-  end
+  local over = over_cap(6, 13, tonumber(ARGV[11]), tonumber(ARGV[12]))
+  if over then return {2 + #over, over[1], over[2]} end
 end
 
 redis.call('SADD', KEYS[4], ARGV[5])
 if seq then
   redis.call('HSET', KEYS[1], 'state', 'queued')
 else
-  local a = 13
-  for k = 7, #KEYS do
-    local count = tonumber(ARGV[a + 1])
-    redis.call('SADD', KEYS[6], ARGV[a])
-    redis.call('SADD', KEYS[k], unpack(ARGV, a + 2, a + 1 + count))
-    a = a + 2 + count
-  end
+  register_tags(6, 13)
   seq = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'seq', seq, 'hash', ARGV[1], 'state', 'queued', 'n', n, 'ms', ms)
   redis.call('EXPIRE', KEYS[1], ARGV[2])
