@@ -192,13 +192,8 @@ class Ingestor:
         exact = incoming.proof is None
         while True:
             tags = self._tags(incoming, exact)
-            script_keys, args = list(base_keys), list(base_args)
-            if tags:
-                script_keys += [keys.group_keys(model), *(keys.group_values(model, k) for k in tags)]
-                args += [s.max_group_keys, s.max_group_values]
-                for key, values in tags.items():
-                    args += [key, len(values), *values]
-            reply, state = await self._run_submit(script_keys, args)
+            tag_keys, tag_args = self._tag_keys_args(model, tags) if tags else ([], [])
+            reply, state = await self._run_submit(base_keys + tag_keys, base_args + tag_args)
             verdict = int(reply[0])
             if verdict < 3 or exact:
                 break
@@ -306,6 +301,16 @@ class Ingestor:
             return group_tags(incoming.request)
         return tags_of(incoming.proof.pairs)
 
+    def _tag_keys_args(self, model: str, tags: Tags) -> tuple[list[str], list[Any]]:
+        """group_caps.lua's keys (the model's set of group keys, then one set of values per key) and
+        arguments (the caps, then per key: name, value count, values)."""
+        s = self.settings
+        keys = [self.keys.group_keys(model), *(self.keys.group_values(model, k) for k in tags)]
+        args: list[Any] = [s.max_group_keys, s.max_group_values]
+        for key, values in tags.items():
+            args += [key, len(values), *values]
+        return keys, args
+
     async def _register_groups(self, model: str, incoming: Incoming, digest: str, exact: bool = False) -> None:
         """A cluster's first step (groups.lua): cap the distinct group keys and values per model
         (HOLISTIC_MAX_GROUP_KEYS/_VALUES), so the fairness statistics stay bounded; a batch past a cap
@@ -315,13 +320,10 @@ class Ingestor:
         tags = self._tags(incoming, exact)
         if not tags:
             return
-        s = self.settings
-        args: list[str | int] = [digest, s.max_group_keys, s.max_group_values]
-        for key, values in tags.items():
-            args += [key, len(values), *values]
-        keys = [self.keys.ingest(model, incoming.batch_id), self.keys.group_keys(model)]
-        keys += [self.keys.group_values(model, k) for k in tags]
-        reply = await self.scripts.groups(keys=keys, args=args)
+        tag_keys, tag_args = self._tag_keys_args(model, tags)
+        reply = await self.scripts.groups(
+            keys=[self.keys.ingest(model, incoming.batch_id), *tag_keys], args=[digest, *tag_args]
+        )
         verdict = int(reply[0])
         if verdict in (0, 3):  # registered, or a retry
             return

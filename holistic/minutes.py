@@ -20,7 +20,8 @@ except ImportError:  # no C compiler where this was installed
 
 
 def per_minute(payload: bytes, envelope: BatchEnvelope, accept_s: float) -> dict[int, int]:
-    """{minute: predictions} in order of first appearance; payload is envelope's bytes."""
+    """{minute: predictions} in order of first appearance; payload: the bytes that hold envelope's
+    predictions (the stream entry's e; the header h carries none)."""
     if _counts is not None:
         out = _counts(payload, int(accept_s // 60))
         if out is not None:

@@ -10,15 +10,18 @@ LUA_DIR = Path(__file__).parent / "lua"
 NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "submit", "clock")
 
 
-PRELUDES = {"groups": ("group_caps",), "submit": ("group_caps",)}  # shared functions, put before the script
+# shared functions, put before the script (after its `#!lua flags=` line, which must stay the first)
+PRELUDES = {"groups": ("group_caps",), "submit": ("group_caps", "accepted"), "mark_queued": ("accepted",)}
 
 
 @cache
 def source(name: str) -> str:
     if name not in NAMES:
         raise KeyError(f"no Lua script {name!r}; have {NAMES}")
-    preludes = [(LUA_DIR / f"{p}.lua").read_text() for p in PRELUDES.get(name, ())]
-    return "".join(preludes) + (LUA_DIR / f"{name}.lua").read_text()
+    text = (LUA_DIR / f"{name}.lua").read_text()
+    shebang = text.partition("\n")[0] + "\n" if text.startswith("#!") else ""
+    preludes = "".join((LUA_DIR / f"{p}.lua").read_text() for p in PRELUDES.get(name, ()))
+    return shebang + preludes + text[len(shebang) :]
 
 
 class Scripts:

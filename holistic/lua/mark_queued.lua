@@ -5,14 +5,9 @@
 -- ARGV[1] the public model name, added to KEYS[3]. A cluster keeps KEYS[3] in another slot, so
 -- there the caller adds it with its own SADD.
 -- Returns 1 when this call counted the batch, 0 when an earlier call did.
+-- count_accepted: accepted.lua, which holistic/scripts.py puts before this script (after its flags).
 if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[1]) end
 if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end
 redis.call('HSET', KEYS[1], 'state', 'queued')
-local n = redis.call('HGET', KEYS[1], 'n')
-local ms = redis.call('HGET', KEYS[1], 'ms')
-redis.call('HINCRBY', KEYS[2], 'accepted_predictions', n)
-redis.call('HINCRBY', KEYS[2], 'accepted_batches', 1)
-redis.call('HSETNX', KEYS[2], 'first_accept_ms', ms)
-local last = tonumber(redis.call('HGET', KEYS[2], 'last_accept_ms') or '0')
-if tonumber(ms) > last then redis.call('HSET', KEYS[2], 'last_accept_ms', ms) end
+count_accepted(KEYS[2], redis.call('HGET', KEYS[1], 'n'), redis.call('HGET', KEYS[1], 'ms'))
 return 1

@@ -18,7 +18,8 @@
 -- {2, seq} a known batch_id with other content; {3, key} key would pass the key cap; {4, key, value}
 -- value would pass its key's value cap (3 and 4 write nothing).
 -- No allow-oom: at maxmemory the first write (SADD) is refused and nothing is written (backpressure).
--- over_cap and register_tags: group_caps.lua, which holistic/scripts.py puts before this script.
+-- over_cap and register_tags: group_caps.lua; count_accepted: accepted.lua (holistic/scripts.py puts
+-- both before this script).
 local known = redis.call('HMGET', KEYS[1], 'seq', 'hash', 'state', 'n', 'ms')
 local seq, n, ms = nil, ARGV[4], ARGV[3]
 if known[1] then
@@ -57,10 +58,6 @@ if nanos ~= 0 then stamp = stamp .. '\16' .. varint(nanos) end
 local tail = '\160\6' .. varint(seq) .. '\170\6' .. varint(#stamp) .. stamp
 redis.call('XADD', KEYS[5], '*', 'v', ARGV[6], 'm', ARGV[7], 's', seq, 'f', ARGV[8], 'e', ARGV[9], 'h', ARGV[10] .. tail)
 
-redis.call('HINCRBY', KEYS[3], 'accepted_predictions', n)
-redis.call('HINCRBY', KEYS[3], 'accepted_batches', 1)
-redis.call('HSETNX', KEYS[3], 'first_accept_ms', ms)
-local last = tonumber(redis.call('HGET', KEYS[3], 'last_accept_ms') or '0')
-if at_ms > last then redis.call('HSET', KEYS[3], 'last_accept_ms', ms) end
+count_accepted(KEYS[3], n, ms)
 if known[1] then return {1, seq, tonumber(n), at_ms} end
 return {0, seq, tonumber(n), at_ms}
