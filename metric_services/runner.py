@@ -386,20 +386,25 @@ class Worker:
         return out
 
     def _apply_pipelined(self, plain: list[Work]) -> list[Any]:
-        """One round trip for the batches without instance state. A pipeline loads its scripts before
-        sending them; a Redis restarted in between has an empty script cache and answers NOSCRIPT:
-        send it once more, which loads them (whatever did run is not merged twice: the done bit)."""
+        """One round trip for the batches without instance state: EVALSHA itself, not the Script object,
+        whose pipeline first asks SCRIPT EXISTS (a round trip of its own). A Redis that does not have
+        the script (restarted, or flushed) answers NOSCRIPT: load it and send them once more (whatever
+        did run is not merged twice: the done bit)."""
+        if not plain:
+            return []
+        script = self.queue.scripts.apply
+        calls = [self._apply_args(w, w.by_minute) for w in plain]
 
         def pipeline() -> redis.client.Pipeline:
             pipe = self.r.pipeline(transaction=False)
-            for w in plain:
-                keys, args = self._apply_args(w, w.by_minute)
-                self.queue.scripts.apply(keys=keys, args=args, client=pipe)
+            for keys, args in calls:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
             return pipe
 
         try:
             return pipeline().execute()
         except redis.exceptions.NoScriptError:
+            self.r.script_load(script.script)
             return pipeline().execute()
 
     def _apply_with_instances(self, w: Work, partial: Partial) -> int:

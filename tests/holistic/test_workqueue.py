@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 import redis
@@ -270,21 +271,22 @@ def test_a_batch_read_from_a_redis_that_restarted_without_it_is_not_applied(tmp_
 
 
 def test_apply_survives_redis_losing_its_scripts_mid_pipeline(r, make_worker, monkeypatch):
-    """A pipeline checks its scripts are loaded, then sends them; a Redis restarted in between has an
-    empty script cache and answers NOSCRIPT. This killed both workers of the fault test once; the
-    worker now sends the pipeline again. The restart is played by SCRIPT FLUSH at that moment."""
+    """The worker sends apply.lua by EVALSHA in a pipeline; a Redis restarted since it last ran the
+    script has an empty script cache and answers NOSCRIPT. This killed both workers of the fault test
+    once; the worker now loads the script and sends the pipeline again. The restart is played by
+    SCRIPT FLUSH just before the pipeline is sent."""
     add_batch(r, "m", 1, n=3)
     w = make_worker("accuracy")
-    load_scripts = redis.client.Pipeline.load_scripts
+    execute = redis.client.Pipeline.execute
     flushed: list[bool] = []
 
-    def load_then_lose(self: redis.client.Pipeline) -> None:
-        load_scripts(self)
-        if not flushed:
+    def lose_then_execute(self: redis.client.Pipeline, *args: Any, **kwargs: Any) -> list[Any]:
+        if not flushed and any(c[0][0] == "EVALSHA" for c in self.command_stack):
             flushed.append(True)
             r.script_flush()
+        return execute(self, *args, **kwargs)
 
-    monkeypatch.setattr(redis.client.Pipeline, "load_scripts", load_then_lose)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", lose_then_execute)
     assert drain(w) == 1
     assert flushed and w.counters.applied == 1 and applied_count(r, "m", "accuracy") == 3
 

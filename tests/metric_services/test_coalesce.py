@@ -65,11 +65,29 @@ def assert_same(got: Folded, want: Folded) -> None:
 
 
 class Counted:
-    """A worker's apply script, counting its calls."""
+    """A worker's apply script, counting its calls: called alone (an apply with instance state), or
+    sent by EVALSHA of its digest in a pipeline of the worker's client (plain statistics)."""
 
     def __init__(self, worker: Worker) -> None:
         self.script, self.calls = worker.queue.scripts.apply, 0
         worker.queue.scripts.apply = self  # type: ignore[assignment]
+        pipeline = worker.r.pipeline
+
+        def counting_pipeline(*args, **kwargs):
+            pipe = pipeline(*args, **kwargs)
+            evalsha = pipe.evalsha
+
+            def counted(sha, *rest):
+                self.calls += sha == self.script.sha
+                return evalsha(sha, *rest)
+
+            pipe.evalsha = counted
+            return pipe
+
+        worker.r.pipeline = counting_pipeline  # type: ignore[method-assign]
+
+    def __getattr__(self, name: str):  # sha, script: the runner pipelines EVALSHA itself
+        return getattr(self.script, name)
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
