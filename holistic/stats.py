@@ -6,14 +6,17 @@ for bit), and reading a window merges hashes the same way. A field's merge rule 
 fields ending in "|min" keep the minimum, "|max" the maximum, every other field adds. So any split
 of the stream into batches, in any order, folds to the same numbers (up to float addition order).
 
-Histograms (sketch bins) are one field "<name>|hist" holding JSON objects of bin -> count, one a
-line: a merged base, then each apply's bins appended as they came, merged into a new base by
-apply.lua once they are twice as long as it (one field per histogram instead of one per bin, which was
-most of Redis's work; an apply costs its own bins, not the history's). Read back, the lines are
-summed and bin b of histogram <name> appears as the field "<name>|<b>". A capped histogram
+Histograms (sketch bins) are a field "<name>|hist" holding a merged base, a JSON object of bin ->
+count, and each apply's bins since, as they came, in fields "<name>|hist+1", "+2", ... (with their
+count and sizes in "<name>|hist#"), merged into a new base by apply.lua once they are four times as
+long as it, or 64 of them (a few fields per histogram instead of one per bin, which was most of
+Redis's work; an apply costs its own bins, not the history's). Read back, base and chunks are summed
+and bin b of histogram <name> appears as the field "<name>|<b>". A capped histogram
 (bump(..., cap=N)) has a first line "#N"; it turns into the marker "over" once it holds more than N
 bins, and stays so: whatever the order of merges, it is over exactly when the union has more than N
-bins. Read back, an over histogram appears as the field "<name>|over" = 1 and no bins.
+bins. Read back, an over histogram appears
+as the field "<name>|over" = 1 and no bins. A field written before the chunk fields (its base with
+lines appended to it) reads the same.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from holistic.stat_keys import SEP, Fields, key
 MIN_SUFFIX = SEP + "min"
 MAX_SUFFIX = SEP + "max"
 HIST_SUFFIX = SEP + "hist"
+HIST_PART = HIST_SUFFIX + "+"  # "<name>|hist+<k>": the k-th apply's bins since the base (apply.lua)
+HIST_META = HIST_SUFFIX + "#"  # "<name>|hist#": apply.lua's count and sizes of the chunks
 OVER = "over"
 # The core's own fields beside a family's: predictions applied per signature id (holistic/signature.py).
 SIGNATURE_PREFIX = "#sig" + SEP
@@ -144,15 +149,18 @@ class Folded(Fields):
     def from_hashes(cls, hashes: Iterable[Mapping[bytes | str, bytes | str]]) -> Folded:
         out: dict[str, float] = {}
         for h in hashes:
+            hists: dict[str, list[tuple[int, str]]] = {}  # histogram field -> (0: base, k: chunk k) texts
             for raw_field, raw_value in h.items():
                 field = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
-                if field.endswith(HIST_SUFFIX):
+                if field.endswith(HIST_SUFFIX) or HIST_PART in field:
                     text = raw_value.decode() if isinstance(raw_value, bytes) else raw_value
-                    bins = None if text == OVER else _stored_bins(text)
-                    if bins is None:
-                        out[key(field[: -len(HIST_SUFFIX)], OVER)] = 1.0
+                    if field.endswith(HIST_SUFFIX):
+                        hists.setdefault(field, []).append((0, text))
                     else:
-                        _add_bins(out, field, bins)
+                        name, _, k = field.rpartition(HIST_PART)
+                        hists.setdefault(name + HIST_SUFFIX, []).append((int(k), text))
+                    continue
+                if field.endswith(HIST_META):
                     continue
                 value = float(raw_value)
                 rule = merge_rule(field)
@@ -164,6 +172,13 @@ class Folded(Fields):
                     out[field] = min(out[field], value)
                 else:
                     out[field] = max(out[field], value)
+            for field, parts in hists.items():
+                parts.sort()  # the base first, then the chunks in the order they came
+                bins = None if parts[0] == (0, OVER) else _stored_bins("\n".join(text for _, text in parts))
+                if bins is None:
+                    out[key(field[: -len(HIST_SUFFIX)], OVER)] = 1.0
+                else:
+                    _add_bins(out, field, bins)
         return cls(out)
 
     @classmethod

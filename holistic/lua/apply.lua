@@ -13,7 +13,7 @@
 -- the check (a cluster keeps the work stream in another slot)
 -- then for each hash, in KEYS order: ttl seconds (0: keep), op count, then op triples
 -- (op, field, value) with op one of  i: add an integer  f: add a float  <: keep min  >: keep max
--- h: add a JSON object of bin -> count to the field's histogram (see hist_append below)
+-- h: add a JSON object of bin -> count to the field's histogram (see hist_add_bins below)
 -- H: the same, value "<cap> <json>": past cap bins the field becomes "over" for good
 -- s: set   =: condition, the field holds value   !: condition, the field is absent
 -- n: condition, the field is absent; then set (a new instance)
@@ -31,6 +31,10 @@
 -- Returns 1 when applied; when a bit was already set (a redelivery or a replay) or an entry is not
 -- pending here: 0 for one batch, -2 for several (nothing written: the caller applies them one by one).
 local CHUNK = 2000 -- arguments per HMGET/HSET call: unpack is bounded by Lua's C stack
+-- histograms (see hist_add_bins): merged once the chunks reach HIST_LINES times the base, or MOST_CHUNKS
+-- of them (a hash's field count stays bounded); field <F># holds the meta, <F>+k the k-th chunk
+local HIST_LINES, MOST_CHUNKS = 4, 64
+local META, PART = '#', '+'
 local function words(text)
   local out = {}
   for w in string.gmatch(text, '%S+') do out[#out + 1] = w end
@@ -91,9 +95,11 @@ local function block(h)
       b.wanted[#b.fields] = false
     elseif op == '@' then
       b.days[#b.days + 1] = {tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])}
+    elseif op == 'h' or op == 'H' then
+      b.reads[#b.reads + 1] = ARGV[o + 1] .. META  -- the histogram's meta field, never its bins
     elseif op ~= 's' then
       b.reads[#b.reads + 1] = ARGV[o + 1]
-      if op ~= 'h' and op ~= 'H' then b.num[o] = tonumber(ARGV[o + 2]) end
+      b.num[o] = tonumber(ARGV[o + 2])
       if op == 'f' then b.text[o] = string.format('%.17g', b.num[o]) end
     end
   end
@@ -117,19 +123,20 @@ for _, h in ipairs(hashes) do
   end
 end
 
--- A histogram field holds JSON objects of bin -> count, one a line: the first the merged base, each
--- after it one apply's bins appended as they came, never decoded on the way in. When the appended
--- lines reach HIST_LINES times the base's length, every line is merged into a new base (decode, add,
--- encode once). So an apply costs about the bins it brings, not the whole history's (decoding and
--- re-encoding a coarse tier's thousands of bins on every apply was most of Redis's time for
--- calibration), and a field holds at most about HIST_LINES + 1 times its merged size. A merge decodes
--- and encodes the base whatever the lines bring: at 2 instead of 1, merges are half as frequent and
--- calibration's and efficiency's scripts cost ~25 % less, for reads of such a field ~17 % dearer on
--- average (docs/production.md). A capped histogram's field starts with a line "#<cap>";
--- a merge past the cap turns it "over" for good; readers (holistic/stats.py) sum the lines and see it
--- over exactly when the union of its bins is past the cap. A field written before, one JSON object
--- (or "over"), reads and grows the same way.
-local HIST_LINES = 2
+-- A histogram <F> (a field name ending in "|hist") is a merged base in field <F>: one JSON object of
+-- bin -> count (a capped one behind a line "#<cap>"), and what applies brought since, never decoded on
+-- the way in: apply k's JSON object in its own field <F>+k, and in <F># the meta "<chunks> <their bytes>
+-- <base bytes>" ("over" once a capped one is past its cap, for good). An apply reads the meta, writes
+-- its bins as the next chunk and the meta: it costs the bins it brings, not the history's. Once the
+-- chunks would reach HIST_LINES times the base's length, the base, the chunks and the new bins are
+-- merged into a new base (decode, add, encode once) and the chunks deleted. (Before, the chunks were
+-- lines appended to <F> itself, merged at twice the base: Redis's Lua hashes every byte of every string
+-- it makes, so each apply paid for the whole field, and appends cost as much as merges saved.) Merges
+-- are most of what is left: at 4, a quarter as frequent as at 1, for a histogram at most ~5 times its
+-- merged size, ~3 times on average, which readers sum (docs/production.md). A capped histogram turns
+-- "over" exactly when the union of its bins is past the cap; readers (holistic/stats.py) sum base and
+-- chunks and see the same. A field written before
+-- (no meta: one JSON object, lines appended to it, or "over") is merged by its next apply.
 
 local function hist_add(merged, count, line)
   for bin, n in pairs(cjson.decode(line)) do
@@ -144,11 +151,11 @@ local function hist_add(merged, count, line)
   return count
 end
 
--- body's lines then bins (when given) summed: the first line's decoded table is the sum's start, so
--- the merged base is decoded once and never copied bin by bin (only a capped histogram counts its bins)
-local function hist_merge(body, bins, cap)
+-- the lines (JSON objects) summed, then bins: the first line's decoded table is the sum's start, so the
+-- merged base is decoded once and never copied bin by bin (only a capped histogram counts its bins)
+local function hist_merge(lines, bins, cap)
   local merged, count = nil, 0
-  for line in string.gmatch(body, '[^\n]+') do
+  for _, line in ipairs(lines) do
     if merged == nil then
       merged = cjson.decode(line)
       if cap then
@@ -159,20 +166,55 @@ local function hist_merge(body, bins, cap)
     end
   end
   merged = merged or {}
-  if bins then count = hist_add(merged, count, bins) end
+  count = hist_add(merged, count, bins)
   if cap and count > cap then return 'over' end
   local text = cjson.encode(merged)
   return cap and ('#' .. cap .. '\n' .. text) or text
 end
 
-local function hist_append(now, bins, cap)
-  if not now then return cap and hist_merge(bins, nil, cap) or bins end  -- absent (HMGET gives false)
-  local body = now
-  if string.byte(now, 1) == 35 then body = string.sub(now, string.find(now, '\n', 1, true) + 1) end  -- '#<cap>'
-  local nl = string.find(body, '\n', 1, true)
-  local base = nl and nl - 1 or #body
-  if #body - base + #bins >= HIST_LINES * base then return hist_merge(body, bins, cap) end
-  return (cap and ('#' .. cap .. '\n') or '') .. body .. '\n' .. bins
+-- a base's JSON lines, after its "#<cap>" line (a field written before may hold several lines)
+local function base_lines(text, out)
+  local body = text
+  if string.byte(text, 1) == 35 then body = string.sub(text, string.find(text, '\n', 1, true) + 1) end
+  for line in string.gmatch(body, '[^\n]+') do out[#out + 1] = line end
+  return out
+end
+
+-- histogram field of hash key gets bins (cap: nil, or its cap): the fields to set into sets (field,
+-- value pairs) and the chunk fields to delete into dels; meta is the meta field's value (false: none)
+local function hist_add_bins(key, field, meta, bins, cap, sets, dels)
+  if meta == 'over' then return end
+  local chunks, bytes, base = 0, 0, 0
+  if meta then
+    local c, a, b = string.match(meta, '^(%d+) (%d+) (%d+)$')
+    chunks, bytes, base = tonumber(c), tonumber(a), tonumber(b)
+    if bytes + #bins < HIST_LINES * base and chunks < MOST_CHUNKS then
+      sets[#sets + 1] = {field .. PART .. (chunks + 1), bins}
+      sets[#sets + 1] = {field .. META, (chunks + 1) .. ' ' .. (bytes + #bins) .. ' ' .. base}
+      return
+    end
+  end
+  local names = {field}
+  for k = 1, chunks do names[#names + 1] = field .. PART .. k end
+  local got = hmget(key, names)
+  local lines = {}
+  if got[1] == 'over' then  -- written before the meta field
+    sets[#sets + 1] = {field .. META, 'over'}
+    return
+  end
+  if not got[1] and not cap and #got == 1 then  -- a new histogram: its bins as they came are its base
+    sets[#sets + 1] = {field, bins}
+    sets[#sets + 1] = {field .. META, '0 0 ' .. #bins}
+    return
+  end
+  if got[1] then base_lines(got[1], lines) end
+  for k = 2, #got do
+    if got[k] then lines[#lines + 1] = got[k] end
+  end
+  local merged = hist_merge(lines, bins, cap)
+  sets[#sets + 1] = {field, merged}
+  sets[#sets + 1] = {field .. META, merged == 'over' and 'over' or ('0 0 ' .. #merged)}
+  for k = 2, #names do dels[#dels + 1] = names[k] end
 end
 
 -- new values of every hash (ops in order, so a field written twice sees its first write)
@@ -185,7 +227,7 @@ for w, h in ipairs(hashes) do
   for i = 1, #reads do
     if current[reads[i]] == nil then current[reads[i]] = got[i] end
   end
-  local order, value = {}, {}
+  local order, value, sets, dels = {}, {}, {}, {}
   for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
     local op, field, arg = ARGV[o], ARGV[o + 1], ARGV[o + 2]
     local now = value[field]
@@ -200,12 +242,11 @@ for w, h in ipairs(hashes) do
       end
       new = now and string.format('%.17g', sum) or text[o]  -- a new field: formatted once per block
     elseif op == 'h' then
-      new = hist_append(now, arg, nil)
+      hist_add_bins(h[1], field, current[field .. META], arg, nil, sets, dels)
     elseif op == 'H' then
-      if now ~= 'over' then
-        local sp = string.find(arg, ' ', 1, true)
-        new = hist_append(now, string.sub(arg, sp + 1), tonumber(string.sub(arg, 1, sp - 1)))
-      end
+      local sp = string.find(arg, ' ', 1, true)
+      hist_add_bins(h[1], field, current[field .. META], string.sub(arg, sp + 1), tonumber(string.sub(arg, 1, sp - 1)),
+        sets, dels)
     elseif op == 's' or op == 'n' then
       new = arg
     elseif op == '<' or op == '>' then
@@ -217,19 +258,26 @@ for w, h in ipairs(hashes) do
       value[field] = new
     end
   end
+  for _, set in ipairs(sets) do  -- histograms' fields (one histogram per field name in a block)
+    if value[set[1]] == nil then order[#order + 1] = set[1] end
+    value[set[1]] = set[2]
+  end
   local args = {}
   for _, field in ipairs(order) do
     args[#args + 1] = field
     args[#args + 1] = value[field]
   end
-  writes[w] = args
+  writes[w] = {args, dels}
 end
 
 for _, seq in ipairs(seqs) do redis.call('SETBIT', KEYS[1], seq, 1) end
 for w, h in ipairs(hashes) do
-  local args = writes[w]
+  local args, dels = writes[w][1], writes[w][2]
   for i = 1, #args, CHUNK do
     redis.call('HSET', h[1], unpack(args, i, math.min(i + CHUNK - 1, #args)))
+  end
+  for i = 1, #dels, CHUNK do
+    redis.call('HDEL', h[1], unpack(dels, i, math.min(i + CHUNK - 1, #dels)))
   end
   if h[2] > 0 then redis.call('EXPIRE', h[1], h[2]) end
 end
