@@ -104,7 +104,7 @@ class Settings(BaseSettings):
         "entry), 1 to HOLISTIC_READ_COUNT, so replicas share a backlog; 0: always HOLISTIC_READ_COUNT.",
     )
     apply_max_predictions: int = Field(
-        default=2000,
+        default=4000,
         ge=1,
         description="The batches of one read that share a model are applied by one script, up to this many "
         "predictions (their time tiers written once); 1: one script per batch.",
