@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     fold_threads: int = Field(default=2, ge=1, le=64, description="Threads that fold profiles off the event loop.")
 
     # --- Workers ---------------------------------------------------------------------------
-    read_count: int = Field(default=16, ge=1, le=1000, description="Most entries one worker read claims.")
+    read_count: int = Field(default=32, ge=1, le=1000, description="Most entries one worker read claims.")
     read_ahead_ms: int = Field(
         default=200,
         ge=0,
