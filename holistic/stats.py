@@ -14,9 +14,8 @@ Redis's work; an apply costs its own bins, not the history's). Read back, base a
 and bin b of histogram <name> appears as the field "<name>|<b>". A capped histogram
 (bump(..., cap=N)) has a first line "#N"; it turns into the marker "over" once it holds more than N
 bins, and stays so: whatever the order of merges, it is over exactly when the union has more than N
-bins. Read back, an over histogram appears
-as the field "<name>|over" = 1 and no bins. A field written before the chunk fields (its base with
-lines appended to it) reads the same.
+bins. Read back, an over histogram appears as the field "<name>|over" = 1 and no bins. A field
+written before the chunk fields (its base with lines appended to it) reads the same.
 """
 
 from __future__ import annotations
