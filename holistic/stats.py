@@ -151,13 +151,12 @@ class Folded(Fields):
             hists: dict[str, list[tuple[int, str]]] = {}  # histogram field -> (0: base, k: chunk k) texts
             for raw_field, raw_value in h.items():
                 field = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
-                if field.endswith(HIST_SUFFIX) or HIST_PART in field:
-                    text = raw_value.decode() if isinstance(raw_value, bytes) else raw_value
-                    if field.endswith(HIST_SUFFIX):
-                        hists.setdefault(field, []).append((0, text))
-                    else:
-                        name, _, k = field.rpartition(HIST_PART)
-                        hists.setdefault(name + HIST_SUFFIX, []).append((int(k), text))
+                if field.endswith(HIST_SUFFIX):
+                    hists.setdefault(field, []).append((0, _text(raw_value)))
+                    continue
+                if HIST_PART in field:
+                    name, _, k = field.rpartition(HIST_PART)
+                    hists.setdefault(name + HIST_SUFFIX, []).append((int(k), _text(raw_value)))
                     continue
                 if field.endswith(HIST_META):
                     continue
@@ -205,6 +204,10 @@ class Folded(Fields):
         if len(own) == len(self._v):
             return self, {}
         return Folded(own), {k[n:]: v for k, v in self._v.items() if k.startswith(SIGNATURE_PREFIX)}
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
 
 
 def _stored_bins(text: str) -> dict[str, float] | None:

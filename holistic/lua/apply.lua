@@ -135,8 +135,8 @@ end
 -- are most of what is left: at 4, a quarter as frequent as at 1, for a histogram at most ~5 times its
 -- merged size, ~3 times on average, which readers sum (docs/production.md). A capped histogram turns
 -- "over" exactly when the union of its bins is past the cap; readers (holistic/stats.py) sum base and
--- chunks and see the same. A field written before
--- (no meta: one JSON object, lines appended to it, or "over") is merged by its next apply.
+-- chunks and see the same. A field written before (no meta: one JSON object, lines appended to it,
+-- or "over") is merged by its next apply.
 
 local function hist_add(merged, count, line)
   for bin, n in pairs(cjson.decode(line)) do
@@ -177,43 +177,42 @@ local function base_lines(text, out)
   local body = text
   if string.byte(text, 1) == 35 then body = string.sub(text, string.find(text, '\n', 1, true) + 1) end
   for line in string.gmatch(body, '[^\n]+') do out[#out + 1] = line end
-  return out
 end
 
--- histogram field of hash key gets bins (cap: nil, or its cap): the fields to set into sets (field,
--- value pairs) and the chunk fields to delete into dels; meta is the meta field's value (false: none)
-local function hist_add_bins(key, field, meta, bins, cap, sets, dels)
+-- histogram field of hash key gets bins (cap: nil, or its cap): put(field, value) for each field it
+-- sets, the chunk fields to delete into dels; meta is the meta field's value (false: none)
+local function hist_add_bins(key, field, meta, bins, cap, put, dels)
   if meta == 'over' then return end
   local chunks, bytes, base = 0, 0, 0
   if meta then
     local c, a, b = string.match(meta, '^(%d+) (%d+) (%d+)$')
     chunks, bytes, base = tonumber(c), tonumber(a), tonumber(b)
     if bytes + #bins < HIST_LINES * base and chunks < MOST_CHUNKS then
-      sets[#sets + 1] = {field .. PART .. (chunks + 1), bins}
-      sets[#sets + 1] = {field .. META, (chunks + 1) .. ' ' .. (bytes + #bins) .. ' ' .. base}
+      put(field .. PART .. (chunks + 1), bins)
+      put(field .. META, (chunks + 1) .. ' ' .. (bytes + #bins) .. ' ' .. base)
       return
     end
   end
   local names = {field}
   for k = 1, chunks do names[#names + 1] = field .. PART .. k end
   local got = hmget(key, names)
-  local lines = {}
   if got[1] == 'over' then  -- written before the meta field
-    sets[#sets + 1] = {field .. META, 'over'}
+    put(field .. META, 'over')
     return
   end
   if not got[1] and not cap and #got == 1 then  -- a new histogram: its bins as they came are its base
-    sets[#sets + 1] = {field, bins}
-    sets[#sets + 1] = {field .. META, '0 0 ' .. #bins}
+    put(field, bins)
+    put(field .. META, '0 0 ' .. #bins)
     return
   end
+  local lines = {}
   if got[1] then base_lines(got[1], lines) end
   for k = 2, #got do
     if got[k] then lines[#lines + 1] = got[k] end
   end
   local merged = hist_merge(lines, bins, cap)
-  sets[#sets + 1] = {field, merged}
-  sets[#sets + 1] = {field .. META, merged == 'over' and 'over' or ('0 0 ' .. #merged)}
+  put(field, merged)
+  put(field .. META, merged == 'over' and 'over' or ('0 0 ' .. #merged))
   for k = 2, #names do dels[#dels + 1] = names[k] end
 end
 
@@ -227,7 +226,11 @@ for w, h in ipairs(hashes) do
   for i = 1, #reads do
     if current[reads[i]] == nil then current[reads[i]] = got[i] end
   end
-  local order, value, sets, dels = {}, {}, {}, {}
+  local order, value, dels = {}, {}, {}
+  local function put(field, new)  -- a histogram's fields (one histogram per field name in a block)
+    if value[field] == nil then order[#order + 1] = field end
+    value[field] = new
+  end
   for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
     local op, field, arg = ARGV[o], ARGV[o + 1], ARGV[o + 2]
     local now = value[field]
@@ -242,11 +245,11 @@ for w, h in ipairs(hashes) do
       end
       new = now and string.format('%.17g', sum) or text[o]  -- a new field: formatted once per block
     elseif op == 'h' then
-      hist_add_bins(h[1], field, current[field .. META], arg, nil, sets, dels)
+      hist_add_bins(h[1], field, current[field .. META], arg, nil, put, dels)
     elseif op == 'H' then
       local sp = string.find(arg, ' ', 1, true)
       hist_add_bins(h[1], field, current[field .. META], string.sub(arg, sp + 1), tonumber(string.sub(arg, 1, sp - 1)),
-        sets, dels)
+        put, dels)
     elseif op == 's' or op == 'n' then
       new = arg
     elseif op == '<' or op == '>' then
@@ -257,10 +260,6 @@ for w, h in ipairs(hashes) do
       if value[field] == nil then order[#order + 1] = field end
       value[field] = new
     end
-  end
-  for _, set in ipairs(sets) do  -- histograms' fields (one histogram per field name in a block)
-    if value[set[1]] == nil then order[#order + 1] = set[1] end
-    value[set[1]] = set[2]
   end
   local args = {}
   for _, field in ipairs(order) do
