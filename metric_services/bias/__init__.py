@@ -138,18 +138,29 @@ class BiasFamily(FamilyBase):
         accept_s = envelope.accept_time.seconds
         minutes = [prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s) for p in preds]
         out: dict[int, Stats] = defaultdict(Stats)
+        own_texts: dict[str, str] = {}  # scenario -> its "texts" field: made once a batch
         for p, minute in zip(preds, minutes, strict=True):
             st = out[minute]
             st.incr("n")
-            if not p.output.strip():
+            output = p.output
+            if not output.strip():
                 st.incr("empty")
                 continue
-            groups, targets = bl.text_counts(p.output, lex)
+            groups, targets = bl.text_counts(output, lex)
             # the model-level corpus (every output), and HELM's run cell (the scenario's unperturbed ones)
-            own = (SCENARIO + p.scenario,)
-            scopes: tuple[tuple[str, ...], ...] = ((),) if p.HasField("perturbation") else ((), own)
+            st.incr("texts")
+            if p.HasField("perturbation"):
+                scopes: tuple[tuple[str, ...], ...] = ((),)
+            else:
+                scn = p.scenario
+                texts = own_texts.get(scn)
+                if texts is None:
+                    texts = own_texts[scn] = key(SCENARIO + scn, "texts")
+                st.incr(texts)
+                scopes = ((), (SCENARIO + scn,))
+            if not groups:  # most texts: no group word, so no representation or association counts
+                continue
             for scope in scopes:
-                st.incr(key(*scope, "texts"))
                 for demo, counts in groups.items():
                     if not counts:
                         continue

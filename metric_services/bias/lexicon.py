@@ -71,7 +71,10 @@ def text_counts(text: str, lex: Lexicon) -> tuple[dict[str, Counter[str]], dict[
     groups: dict[str, Counter[str]] = {}
     targets: dict[str, Counter[str]] = {}
     index = lex.index
-    for t in tokens(text):
+    words = tokens(text)
+    if index.keys().isdisjoint(words):  # most texts: one pass in C instead of a lookup per word in Python
+        return groups, targets
+    for t in words:
         hit = index.get(t)
         if hit is not None:
             for d, g in hit[0]:

@@ -69,12 +69,18 @@ class WorstCaseSpec:
         # One pass over the slots with each field name built once per (scenario, metric, slot): this
         # runs twice per changed instance, and the names repeat across every instance of a scenario.
         scn, metric, _ = instance.split(SEP, 2)
+        main_worst, main_orig, table = _fields_of(scn, metric)
         worst: float | None = None
         others: dict[str, float] = {}  # "+<metric>|worst" -> min so far, in first-seen order
         other_origs: list[tuple[str, float]] = []
         variants: list[tuple[tuple[str, str, str], float]] = []
         for slot, v in slots.items():
-            kind, names = _slot_fields(scn, metric, slot)
+            fields = table.get(slot)
+            if fields is None:
+                if len(table) >= _MOST_SLOTS:
+                    table.clear()
+                fields = table[slot] = _slot_fields(scn, metric, slot)
+            kind, names = fields
             if kind is _MAIN:
                 if worst is None or v < worst:
                     worst = v
@@ -87,7 +93,6 @@ class WorstCaseSpec:
                 if kind is _OTHER_ORIGINAL:
                     other_origs.append((names[1], v))
         out: dict[str, float] = {}
-        main_worst, main_orig = _main_fields(scn, metric)
         if worst is not None:
             out[main_worst] = worst
         out.update(other_origs)
@@ -109,12 +114,16 @@ class WorstCaseSpec:
 _MAIN, _OTHER_ORIGINAL, _OTHER_VARIANT = "main", "other original", "other variant"
 
 
+_MOST_SLOTS = 4096  # slot names kept per (scenario, metric): perturbation names are the client's
+
+
 @lru_cache(maxsize=1 << 14)
-def _main_fields(scn: str, metric: str) -> tuple[str, str]:
-    return key(scn, metric, "worst"), key(scn, metric, "orig")
+def _fields_of(scn: str, metric: str) -> tuple[str, str, dict[str, tuple[str, tuple[str, ...]]]]:
+    """A (scenario, main metric)'s worst and orig fields, and its slots' fields as they are met: one
+    lookup by slot name per slot instead of a cached call on three arguments."""
+    return key(scn, metric, "worst"), key(scn, metric, "orig"), {}
 
 
-@lru_cache(maxsize=1 << 16)
 def _slot_fields(scn: str, metric: str, slot: str) -> tuple[str, tuple[str, ...]]:
     """What a slot feeds: the main metric (a variant: its worst/perturbed/before fields), or another
     metric of the task's set (its worst field, and its orig field for the original)."""
@@ -137,16 +146,18 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
     """Rows of the batch for the instances, and per scenario: rows, tasks, unscored, other kind."""
     accept_s = envelope.accept_time.seconds
     out: dict[int, Stats] = defaultdict(Stats)
-    counts: Counter[tuple[int, str, str]] = Counter()  # (minute, scenario, part) -> rows, added at the end
+    # (minute, scenario, task) -> rows, and (minute, scenario, part) -> rows, both added at the end
+    tasks: Counter[tuple[int, str, int]] = Counter()
+    counts: Counter[tuple[int, str, str]] = Counter()
     metrics: dict[tuple[str, int], str] = {}  # (scenario, task) -> main metric: once per batch
     rows: list[Row] = []
+    append = rows.append
     for p in envelope.predictions:
         at = p.produced_at
         minute = prediction_minute(at.seconds, at.nanos, accept_s)
         st = out[minute]  # minutes in order of first appearance, as the hook's sums are
         scn, task = p.scenario, p.task
-        counts[minute, scn, "rows"] += 1
-        counts[minute, scn, f"{TASK}{task}"] += 1
+        tasks[minute, scn, task] += 1
         perturbed = p.HasField("perturbation")
         if perturbed and p.perturbation.family != kind:
             counts[minute, scn, "other_kind"] += 1
@@ -161,39 +172,49 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
             continue
         slot = VARIANT + p.perturbation.name if perturbed else ORIGINAL
         instance = SEP.join((scn, metric, p.perturbation.original_id if perturbed else p.id))
-        rows.append(new_row(Row, (instance, slot, score, minute)))
-        for name, value in _other_scores(p, metric, by_refs).items():
-            rows.append(new_row(Row, (instance, name + OTHER + slot, value, minute)))
+        append(new_row(Row, (instance, slot, score, minute)))
+        for prefix, value in _other_scores(p, metric, by_refs):
+            append(new_row(Row, (instance, prefix + slot, value, minute)))
         if not perturbed and hook is not None:
             hook(st, p, key(scn, metric), score)
+    for (minute, scn, task), n in tasks.items():
+        st = out[minute]
+        st.incr(key(scn, "rows"), n)
+        st.incr(key(scn, f"{TASK}{task}"), n)
     for (minute, scn, part), n in counts.items():
         out[minute].incr(key(scn, part), n)
     return Partial(dict(out), SPEC, rows)
 
 
-def _other_scores(p: pb.Prediction, main: str, by_refs: ReferenceScores) -> dict[str, float]:
+def _other_scores(p: pb.Prediction, main: str, by_refs: ReferenceScores) -> list[tuple[str, float]]:
     """The prediction's other per-instance metrics of its task's HELM set, by its references (a
-    ranking's: its track's other measures, by its judgments)."""
+    ranking's: its track's other measures, by its judgments): (slot prefix "<metric>/", value) each."""
     if p.task == pb.TASK_RANKING:
         values = by_refs.ranking() or {}
-        return {m: v for m, v in values.items() if m != main}
+        return [(_prefix(m), v) for m, v in values.items() if m != main]
     wanted, generation = _wanted(p.task, main)
     if not wanted or not p.references:
-        return {}
+        return []
     exact = by_refs.exact()
     generated = by_refs.generation() if generation else ()
-    return {m: (generated if is_generation else exact)[i] for m, is_generation, i in wanted}
+    return [(prefix, (generated if is_generation else exact)[i]) for prefix, is_generation, i in wanted]
+
+
+@lru_cache(maxsize=1024)
+def _prefix(metric: str) -> str:
+    return metric + OTHER
 
 
 @lru_cache(maxsize=1024)
 def _wanted(task: int, main: str) -> tuple[tuple[tuple[str, bool, int], ...], bool]:
-    """The task's other per-instance metrics, in its set's order, each with where its value is (the
-    exact-match scores or the generation scores, and its index there); and whether any is generated."""
+    """The task's other per-instance metrics, in its set's order, each as its slot prefix with where its
+    value is (the exact-match scores or the generation scores, and its index there); and whether any is
+    generated."""
     wanted = []
     for m in task_metrics(task):
         if m in PER_INSTANCE and m != main:
             generated = m in GENERATION_METRICS
-            wanted.append((m, generated, (GENERATION_METRICS if generated else tuple(METRICS)).index(m)))
+            wanted.append((_prefix(m), generated, (GENERATION_METRICS if generated else tuple(METRICS)).index(m)))
     return tuple(wanted), any(g for _, g, _ in wanted)
 
 

@@ -153,3 +153,36 @@ def test_bias_per_scenario_is_helms_run_cell(settings):
     # model level, every output pooled (the axis's corpus): female 4 + she, her, daughter = 7; male
     # 1 + he, his, son = 4 (equal list sizes): P = (7/11, 4/11), TV = |7/11 - 1/2| = 3/22.
     assert metric(f, REPR_GENDER).value == pytest.approx(3 / 22, abs=1e-12)
+
+
+def _counts_word_by_word(text: str, lex: bias_lexicon.Lexicon) -> tuple[dict, dict]:
+    """text_counts as HELM counts: every token looked up in turn (the reference for its shortcut)."""
+    groups: dict = {}
+    targets: dict = {}
+    for t in bias_lexicon.tokens(text):
+        for d, g in lex.index.get(t, ((), ()))[0]:
+            groups.setdefault(d, {}).setdefault(g, 0)
+            groups[d][g] += 1
+        for c, w in lex.index.get(t, ((), ()))[1]:
+            targets.setdefault(c, {}).setdefault(w, 0)
+            targets[c][w] += 1
+    return groups, targets
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "She walked home.",  # the only lexicon word first
+        "Walked home, she did",  # last
+        "the weather was fine",  # none
+        "",
+        "He met the accountant; she met Wong and Soto, and he left",  # several, repeated, with a target
+        "she-he accountant accountant",  # hyphenated tokens are one token (no hit) then a repeated target
+    ],
+)
+def test_text_counts_equal_a_word_by_word_count(text):
+    lex = bias_lexicon.lexicon()
+    groups, targets = bias_lexicon.text_counts(text, lex)
+    assert ({d: dict(c) for d, c in groups.items()}, {c: dict(w) for c, w in targets.items()}) == (
+        _counts_word_by_word(text, lex)
+    )

@@ -176,3 +176,25 @@ def test_worst_case_of_every_metric_of_the_tasks_helm_set(settings):
     # the per-perturbation breakdown stays the main metric's
     assert report["typos_worst"].value == pytest.approx(2 / 3)
     assert report["robustness"].value == pytest.approx((8 / 9 + 1) / 2)
+
+
+def test_other_metrics_keep_each_variants_own_slot(settings):
+    """`+<metric>|orig` is the originals' value of the other metric, `+<metric>|worst` the min over the
+    original and its variants: a variant's other metrics go to its own slots, never the original's."""
+    QA = pb.TASK_OPEN_QA
+
+    def qa(pid, output, **kw):
+        return prediction(pid, scenario="qa", task=QA, output=output, references=["cat sat"], produced_at_s=NOW, **kw)
+
+    typo = qa("q1~typos", "a cat sat")  # em 0; f1 1 (HELM's normalization drops the article)
+    typo.perturbation.name, typo.perturbation.family, typo.perturbation.original_id = "typos", ROB, "q1"
+    lone = qa("q2~typos", "cat sat")  # a variant whose original never comes: no orig for it
+    lone.perturbation.name, lone.perturbation.family, lone.perturbation.original_id = "typos", ROB, "q2"
+    family = load_family("robustness")
+    env = BatchEnvelope(model="m", predictions=[qa("q1", "cat sat"), typo, lone])  # q1: em 1, f1 1
+    env.accept_time.FromSeconds(int(time.time()))
+    q = Folded.from_stats(one_pass(family, env, settings)).groups()["qa"].scope("f1_score")
+    assert (q.num("+exact_match", "orig", "n"), q.num("+exact_match", "orig", "sum")) == (1, 1.0)
+    assert (q.num("+exact_match", "worst", "n"), q.num("+exact_match", "worst", "sum")) == (2, 0.0 + 1.0)
+    assert (q.num("orig", "n"), q.num("orig", "sum")) == (1, 1.0)
+    assert (q.num("worst", "n"), q.num("worst", "sum")) == (2, 2.0)
