@@ -24,7 +24,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Mapping
 
-from holistic.instances import SEP, Reducer, Row
+from holistic.instances import SEP, Reducer, Row, new_row
 from holistic.v1 import prediction_pb2 as pb
 
 ORIGINAL = "o"
@@ -84,11 +84,12 @@ def counterfactual_row(p: pb.Prediction, toxicity: float | None, minute: int) ->
     original; a robustness variant is neither."""
     value = EMPTY if toxicity is None else toxicity
     if not p.HasField("perturbation"):
-        return Row(SEP.join((p.scenario, p.id)), ORIGINAL, value, minute)
+        return new_row(Row, (SEP.join((p.scenario, p.id)), ORIGINAL, value, minute))  # one a prediction
     pert = p.perturbation
     if pert.family != pb.PERTURBATION_FAMILY_FAIRNESS or not pert.original_id:
         return None
-    return Row(SEP.join((p.scenario, pert.original_id)), variant_slot(pert.name or "fairness", p.id), value, minute)
+    slot = variant_slot(pert.name or "fairness", p.id)
+    return new_row(Row, (SEP.join((p.scenario, pert.original_id)), slot, value, minute))
 
 
 def takes_part(p: pb.Prediction) -> bool:
