@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,6 +80,35 @@ def _moments(st: Stats, field: str, value: float) -> None:
     st.add(key(field, "sumsq"), value * value)
 
 
+def _moment_fields(field: str) -> tuple[str, str]:
+    return key(field, "sum"), key(field, "sumsq")
+
+
+# Field names made once (a summary adds ~15 moments and ~27 corpus bins: their names were most of its
+# bookkeeping): per ROUGE type, its (sum, sumsq) fields of precision, recall and F (Score's order),
+# and of the unjudged F; the extractive statistics'.
+_REF_FIELDS = tuple(
+    tuple(_moment_fields(key("ref", f"{name}_{_SUFFIX[part]}")) for part in _PARTS) for name in rouge.TYPES
+)
+_UNJUDGED_FIELDS = tuple(_moment_fields(key("unjudged", f"{name}_f")) for name in rouge.TYPES)
+_SRC_FIELDS = tuple(_moment_fields(key("src", name)) for name in FRAGMENT_STATS)
+
+
+def _add_moments(floats: dict[str, float], fields: tuple[str, str], value: float) -> None:
+    total, squares = fields
+    floats[total] = floats.get(total, 0.0) + value
+    floats[squares] = floats.get(squares, 0.0) + value * value
+
+
+@lru_cache(maxsize=corpus_scores.GROUPS)
+def _corpus_bins(group: int) -> tuple[str, ...]:
+    """A jackknife group's corpus bins: BLEU's statistics b0.., then chrF's c0.. (segment_statistics' order)."""
+    return (
+        *(corpus_bin(group, f"b{k}") for k in range(corpus_scores.BLEU_WIDTH)),
+        *(corpus_bin(group, f"c{k}") for k in range(corpus_scores.CHRF_WIDTH)),
+    )
+
+
 def score_batch(
     envelope: BatchEnvelope, config: SummarizationConfig, memo: SharedMemo | None = None
 ) -> dict[int, Stats]:
@@ -126,16 +156,17 @@ def _lexical(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
             unjudged = row.judged is None
             if unjudged:
                 acc.incr(key("unjudged", "n"))
-            for name, s in zip(rouge.TYPES, scores, strict=True):
-                for part in _PARTS:
-                    _moments(acc, key("ref", f"{name}_{_SUFFIX[part]}"), getattr(s, part))
+            floats = acc.floats
+            for fields, unjudged_fields, s in zip(_REF_FIELDS, _UNJUDGED_FIELDS, scores, strict=True):
+                for part_fields, value in zip(fields, s, strict=True):  # precision, recall, F
+                    _add_moments(floats, part_fields, value)
                 if unjudged:
-                    _moments(acc, key("unjudged", f"{name}_f"), s.fmeasure)
+                    _add_moments(floats, unjudged_fields, s.fmeasure)
         if row.source is not None:
             frag = fragment_stats(row.output, row.source)
             acc.incr(key("src", "n"))
-            for name in FRAGMENT_STATS:
-                _moments(acc, key("src", name), getattr(frag, name))
+            for fields, name in zip(_SRC_FIELDS, FRAGMENT_STATS, strict=True):
+                _add_moments(acc.floats, fields, getattr(frag, name))
 
 
 def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
@@ -145,11 +176,10 @@ def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
     bleu, chrf = corpus_scores.segment_statistics([r.output for r in scored], [r.references for r in scored])
     for row, b, c in zip(scored, bleu, chrf, strict=True):
         acc = accs[(row.minute, row.scenario)]
-        g = corpus_scores.group_of(row.id)
-        for tag, values in (("b", b), ("c", c)):
-            for k, v in enumerate(values):
-                if v:
-                    acc.bump(CORPUS, corpus_bin(g, f"{tag}{k}"), int(v))
+        hist = acc.hists.setdefault(CORPUS + HIST_SUFFIX, {})  # what acc.bump(CORPUS, ...) adds to
+        for bin_, v in zip(_corpus_bins(corpus_scores.group_of(row.id)), (*b, *c), strict=True):
+            if v:
+                hist[bin_] = hist.get(bin_, 0) + int(v)
         acc.bump(NREFS, str(len(row.references)))
 
 

@@ -97,10 +97,36 @@ def test_segment_statistics_equal_sacrebleus_own_extraction():
         ("", ["x"]),
         ("x", [""]),
     ]
+    expected_chrf = []
     for hyp, refs in segments:
         streams = [[r] for r in refs]
         assert corpus_scores.bleu_segment(hyp, refs) == BLEU()._extract_corpus_statistics([hyp], streams)[0]
-        assert corpus_scores.chrf_segment(hyp, refs) == CHRF()._extract_corpus_statistics([hyp], streams)[0]
+        expected_chrf.append(CHRF()._extract_corpus_statistics([hyp], streams)[0])
+        assert corpus_scores.chrf_segment(hyp, refs) == expected_chrf[-1]
+    # the whole list counted together (the alphabet too large to pack: segment by segment), and without
+    # the segment whose alphabet is too large (one pass over every segment's n-grams)
+    hyps, refs = [h for h, _ in segments], [r for _, r in segments]
+    assert corpus_scores.chrf_segments(hyps, refs) == expected_chrf
+    assert corpus_scores.chrf_segments(hyps[:300] + hyps[301:], refs[:300] + refs[301:]) == (
+        expected_chrf[:300] + expected_chrf[301:]
+    )
+
+
+@pytest.mark.parametrize(("distinct", "segments"), [(2, 40), (256, 40), (300, 2), (300, 40), (700, 5)])
+def test_chrf_segments_in_one_pass_equal_sacrebleu_whatever_the_alphabet(distinct, segments):
+    """Characters, orders and pairs share one 63-bit key: 256 characters (8 bits a character, 48 for six)
+    leave room for 2,048 pairs; 300 (9 bits) for 32, so 2 segments go in one pass and 40 (~80 pairs) one
+    by one; 700 (10 bits) never pack. Every way gives sacrebleu's counts, the first best reference kept."""
+    rng = random.Random(distinct * 100 + segments)
+    alphabet = [chr(0x100 + i) for i in range(distinct)]
+    hyps, refs = [], []
+    for i in range(segments):
+        hyps.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))))
+        refs.append(["".join(rng.choice(alphabet[:8]) for _ in range(rng.randint(0, 12))) for _ in range(1 + i % 3)])
+    hyps[0] = "".join(alphabet)  # the whole alphabet in the batch
+    refs[1] = [refs[1][0], refs[1][0]]  # two equal references: the first one is kept
+    expected = [CHRF()._extract_corpus_statistics([h], [[r] for r in rs])[0] for h, rs in zip(hyps, refs, strict=True)]
+    assert corpus_scores.chrf_segments(hyps, refs) == expected
 
 
 def test_non_english_and_emoji():

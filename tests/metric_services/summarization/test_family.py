@@ -245,3 +245,16 @@ def test_references_win_setting_scores_judged_summaries_by_rouge():
     assert client.sources == {"references": 1, "client": 2}
     assert helm.metric.value == pytest.approx((1 + 0 + 1) / 3)  # HELM: a's references win
     assert helm.sources == {"references": 2, "client": 1}
+
+
+def test_rouge_precision_recall_and_f_each_in_their_own_metric():
+    """A summary longer than its reference: ROUGE-1 precision 3/6 (the, cat, sat of six tokens), recall 3/3,
+    F 2PR/(P+R) = 2/3; ROUGE-2 2/5, 2/2, 4/7; ROUGE-L (LCS "the cat sat") as ROUGE-1."""
+    f = fold([news("s1", "the cat sat on the mat", ["the cat sat"])])
+    m = by_name(f.scenarios["news"].metrics)
+    assert m["rouge_1_precision"].value == pytest.approx(1 / 2) and m["rouge_1_recall"].value == 1.0
+    assert m["rouge_1"].value == pytest.approx(2 / 3)
+    assert m["rouge_2_precision"].value == pytest.approx(2 / 5) and m["rouge_2_recall"].value == 1.0
+    assert m["rouge_2"].value == pytest.approx(4 / 7)
+    assert m["rouge_l_precision"].value == pytest.approx(1 / 2) and m["rouge_l_recall"].value == 1.0
+    assert m["rouge_l"].value == pytest.approx(2 / 3)
