@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import NamedTuple
 
 from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, ScenarioPart, prediction_minute
 from holistic.intervals import Z95, normal
@@ -97,6 +98,26 @@ def _skip_reason(p: pb.Prediction, references_win: bool) -> str | None:
     return None
 
 
+class _Fields(NamedTuple):
+    """A scenario's statistics fields (counts, sums, histograms): see compute."""
+
+    rows: str
+    n: str
+    y: str
+    p: str
+    pp: str
+    py: str
+    xn: str
+    gn: str
+    gp: str
+    xy: str
+    gy: str
+
+
+def _fields(scn: str) -> _Fields:
+    return _Fields(*(key(scn, part) for part in _Fields._fields))
+
+
 class CalibrationFamily(FamilyBase):
     name = NAME
     version = VERSION
@@ -129,11 +150,15 @@ class CalibrationFamily(FamilyBase):
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
         accept_s = envelope.accept_time.seconds
         out: dict[int, Stats] = defaultdict(Stats)
+        names: dict[str, _Fields] = {}  # a scenario's field names: made once a batch, not ~11 a row
         for p in envelope.predictions:
             at = p.produced_at
             st = out[prediction_minute(at.seconds, at.nanos, accept_s)]
             scn = p.scenario
-            st.incr(key(scn, "rows"))
+            f = names.get(scn)
+            if f is None:
+                f = names[scn] = _fields(scn)
+            st.incr(f.rows)
             reason = _skip_reason(p, settings.references_win)
             conf = label = None
             if reason is None:
@@ -144,18 +169,18 @@ class CalibrationFamily(FamilyBase):
                 st.incr(key(scn, SKIP + reason))
                 continue
             assert conf is not None and label is not None
-            st.incr(key(scn, "n"))
-            st.incr(key(scn, "y"), label)
-            st.add(key(scn, "p"), conf)
-            st.add(key(scn, "pp"), conf * conf)
-            st.add(key(scn, "py"), conf * label)
+            st.incr(f.n)
+            st.incr(f.y, label)
+            st.add(f.p, conf)
+            st.add(f.pp, conf * conf)
+            st.add(f.py, conf * label)
             exact, cell = repr(conf), str(cell_of(conf))
-            st.bump(key(scn, "xn"), exact, 1, cap=EXACT_CAP)
-            st.bump(key(scn, "gn"), cell)
-            st.bump(key(scn, "gp"), cell, conf)
+            st.bump(f.xn, exact, 1, cap=EXACT_CAP)
+            st.bump(f.gn, cell)
+            st.bump(f.gp, cell, conf)
             if label:
-                st.bump(key(scn, "xy"), exact, 1, cap=EXACT_CAP)
-                st.bump(key(scn, "gy"), cell)
+                st.bump(f.xy, exact, 1, cap=EXACT_CAP)
+                st.bump(f.gy, cell)
         return dict(out)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
