@@ -45,6 +45,8 @@ class CounterfactualSpec:
         return "max"
 
     def derive(self, instance: str, slots: Mapping[str, float]) -> dict[str, float]:
+        if len(slots) == 1 and ORIGINAL in slots:  # an original alone (most instances): nothing yet
+            return {}
         variants = [(slot[len(VARIANT) :].rpartition(":")[0], v) for slot, v in sorted(slots.items())
                     if slot.startswith(VARIANT)]  # fmt: skip
         if not variants:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Mapping
@@ -53,9 +54,15 @@ def flat(by_minute: dict[int, Stats]) -> dict[int, dict[str, float]]:
     return {m: dict(Folded.from_stats(st)) for m, st in by_minute.items()}
 
 
-def test_state_round_trips_exactly():
-    s = State(29_000_000, {"o": 1.0, "p:typos": 0.3333333333333333, "p:a=b": 0.1})
-    assert State.decode(s.encode()) == s
+@pytest.mark.parametrize("value", [0.1 + 0.2, 1 / 3, 0.012345678901234567, 1e-300, 5e-324, -0.0, 1.0])
+def test_state_round_trips_exactly(value):
+    """Every float back bit for bit, with one slot (its own path) and with several (sorted)."""
+    for slots in ({"o": value}, {"o": 1.0, "p:typos": value, "p:a=b": 0.1}):
+        s = State(29_000_000, slots)
+        back = State.decode(s.encode())
+        signs = {k: math.copysign(1, v) for k, v in back.slots.items()}
+        assert back == s and signs == {k: math.copysign(1, v) for k, v in slots.items()}
+    assert State.decode(State(7).encode()) == State(7)
 
 
 def test_merge_reduces_each_slot_and_keeps_the_earliest_minute():
