@@ -137,14 +137,21 @@ def chrf_segment(hypothesis: str, references: Sequence[str]) -> list[int]:
         in_hyp = np.bincount(which[: len(hyp_keys)], minlength=len(unique))
         in_ref = np.bincount(which[len(hyp_keys) :], minlength=len(unique))
         match = np.bincount(unique >> _ORDER_SHIFT, weights=np.minimum(in_hyp, in_ref), minlength=orders + 1)
-        stats: list[int] = []
-        for n in range(1, orders + 1):
-            ref_n = max(len(ref_ids) - n + 1, 0)
-            stats += [max(hyp_len - n + 1, 0) if ref_n else 0, ref_n, int(match[n])]
+        stats = _pair_stats(hyp_len, len(ref_ids), match.astype(np.int64).tolist())
         f = _CHRF._compute_f_score(stats)
         if f > best_f:
             best, best_f = stats, f
     return best
+
+
+def _pair_stats(hyp_len: int, ref_len: int, match: Sequence[int]) -> list[int]:
+    """sacrebleu's [hyp, ref, match] per character order of one pair; match[n]: its matched n-grams. A
+    reference too short for order n counts no hypothesis n-grams either (sacrebleu's extraction)."""
+    stats: list[int] = []
+    for n in range(1, _CHRF.char_order + 1):
+        ref_n = max(ref_len - n + 1, 0)
+        stats += [max(hyp_len - n + 1, 0) if ref_n else 0, ref_n, match[n]]
+    return stats
 
 
 def chrf_segments(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[list[int]]:
@@ -189,7 +196,7 @@ def chrf_segments(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
         inside = np.arange(n, m + n, dtype=np.int64) <= end_of[:m]  # the n-gram ends inside its text
         keys.append((((grams | (n << chars)) << 1) | tagged[:m])[inside])
     # One sort: an n-gram's hypothesis run (bit 0 clear), then its reference run; matched = the smaller.
-    runs, counts = _runs(np.sort(np.concatenate(keys)))
+    runs, counts = np.unique(np.concatenate(keys), return_counts=True)  # no inverse: a sort, not an argsort
     gram = runs >> 1
     both = gram[1:] == gram[:-1]
     slot = gram[:-1][both] >> chars  # (pair << 3) | order
@@ -200,22 +207,11 @@ def chrf_segments(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
     hyp_lens, ref_lens = lens[0::2].tolist(), lens[1::2].tolist()
     matched = match.astype(np.int64).tolist()
     for k, i in enumerate(owner):
-        stats: list[int] = []
-        for n in range(1, orders + 1):
-            ref_n = max(ref_lens[k] - n + 1, 0)
-            stats += [max(hyp_lens[k] - n + 1, 0) if ref_n else 0, ref_n, matched[k][n]]
+        stats = _pair_stats(hyp_lens[k], ref_lens[k], matched[k])
         f = _CHRF._compute_f_score(stats)
         if f > best_f[i]:
             out[i], best_f[i] = stats, f
     return out
-
-
-def _runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of sorted keys and how often each occurs."""
-    if not len(keys):
-        return keys, keys
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    return keys[starts], np.diff(np.append(starts, len(keys)))
 
 
 def bleu_from_stats(stats: Sequence[float]) -> float:

@@ -75,13 +75,15 @@ class _Row:
     judged: bool | None
 
 
-def _moments(st: Stats, field: str, value: float) -> None:
-    st.add(key(field, "sum"), value)
-    st.add(key(field, "sumsq"), value * value)
-
-
 def _moment_fields(field: str) -> tuple[str, str]:
     return key(field, "sum"), key(field, "sumsq")
+
+
+def _moments(st: Stats, fields: tuple[str, str], value: float) -> None:
+    """Sum and sum of squares of value into fields (_moment_fields)."""
+    total, squares = fields
+    st.add(total, value)
+    st.add(squares, value * value)
 
 
 # Field names made once (a summary adds ~15 moments and ~27 corpus bins: their names were most of its
@@ -92,12 +94,7 @@ _REF_FIELDS = tuple(
 )
 _UNJUDGED_FIELDS = tuple(_moment_fields(key("unjudged", f"{name}_f")) for name in rouge.TYPES)
 _SRC_FIELDS = tuple(_moment_fields(key("src", name)) for name in FRAGMENT_STATS)
-
-
-def _add_moments(floats: dict[str, float], fields: tuple[str, str], value: float) -> None:
-    total, squares = fields
-    floats[total] = floats.get(total, 0.0) + value
-    floats[squares] = floats.get(squares, 0.0) + value * value
+_SEM_REF, _SEM_SRC = _moment_fields("sem_ref"), _moment_fields("sem_src")
 
 
 @lru_cache(maxsize=corpus_scores.GROUPS)
@@ -156,17 +153,16 @@ def _lexical(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
             unjudged = row.judged is None
             if unjudged:
                 acc.incr(key("unjudged", "n"))
-            floats = acc.floats
             for fields, unjudged_fields, s in zip(_REF_FIELDS, _UNJUDGED_FIELDS, scores, strict=True):
                 for part_fields, value in zip(fields, s, strict=True):  # precision, recall, F
-                    _add_moments(floats, part_fields, value)
+                    _moments(acc, part_fields, value)
                 if unjudged:
-                    _add_moments(floats, unjudged_fields, s.fmeasure)
+                    _moments(acc, unjudged_fields, s.fmeasure)
         if row.source is not None:
             frag = fragment_stats(row.output, row.source)
             acc.incr(key("src", "n"))
             for fields, name in zip(_SRC_FIELDS, FRAGMENT_STATS, strict=True):
-                _add_moments(acc.floats, fields, getattr(frag, name))
+                _moments(acc, fields, getattr(frag, name))
 
 
 def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
@@ -176,10 +172,9 @@ def _corpus(rows: list[_Row], accs: dict[tuple[int, str], Stats]) -> None:
     bleu, chrf = corpus_scores.segment_statistics([r.output for r in scored], [r.references for r in scored])
     for row, b, c in zip(scored, bleu, chrf, strict=True):
         acc = accs[(row.minute, row.scenario)]
-        hist = acc.hists.setdefault(CORPUS + HIST_SUFFIX, {})  # what acc.bump(CORPUS, ...) adds to
         for bin_, v in zip(_corpus_bins(corpus_scores.group_of(row.id)), (*b, *c), strict=True):
             if v:
-                hist[bin_] = hist.get(bin_, 0) + int(v)
+                acc.bump(CORPUS, bin_, int(v))
         acc.bump(NREFS, str(len(row.references)))
 
 
@@ -223,11 +218,11 @@ def _semantic(
         if refs:
             best = max(float(vectors[index[t]] @ out_vec) for t in refs) if out_vec is not None else 0.0
             acc.incr(key("sem_ref", "n"))
-            _moments(acc, "sem_ref", best)
+            _moments(acc, _SEM_REF, best)
         if r.source is not None:
             value = float(vectors[index[r.source]] @ out_vec) if out_vec is not None else 0.0
             acc.incr(key("sem_src", "n"))
-            _moments(acc, "sem_src", value)
+            _moments(acc, _SEM_SRC, value)
 
 
 def _emit(st: Stats, scn: str, acc: Stats) -> None:
