@@ -21,6 +21,8 @@
 -- an apply that creates instances in its day's hash was planned with that day (holistic/instances.py).
 -- A negative op count -j: this hash takes the ops of the j-th hash (1-based, an earlier one), so the
 -- tiers of one batch (every tier gets the same sums) send them once.
+-- A field is written by one op at most per hash (a condition on it besides is fine): a block that writes
+-- one twice fails the script, nothing written.
 -- Conditions are checked first: if one fails nothing is written and -1 is returned (the caller
 -- read state that changed since; it reads again and retries). Instance state (holistic/instances.py)
 -- uses them as compare-and-set, so its aggregates stay exact with any number of replicas.
@@ -85,6 +87,7 @@ local function block(h)
   local b = blocks[h[3]]
   if b and b.n == h[4] then return b end
   b = {n = h[4], fields = {}, wanted = {}, reads = {}, num = {}, text = {}, days = {}}
+  local written = {}
   for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
     local op = ARGV[o]
     if op == '=' then
@@ -102,6 +105,10 @@ local function block(h)
       b.num[o] = tonumber(ARGV[o + 2])
       if op == 'f' then b.text[o] = string.format('%.17g', b.num[o]) end
     end
+    if op ~= '=' and op ~= '!' and op ~= '@' then  -- a write ('n' both checks and writes)
+      if written[ARGV[o + 1]] then b.twice = ARGV[o + 1] end
+      written[ARGV[o + 1]] = true
+    end
   end
   if h[4] > 0 then blocks[h[3]] = b end  -- an empty block starts where the next one does
   return b
@@ -111,6 +118,7 @@ end
 local clock = nil
 for _, h in ipairs(hashes) do
   local b = block(h)
+  if b.twice then return redis.error_reply('ERR ' .. h[1] .. ': field written twice in one apply: ' .. b.twice) end
   for _, d in ipairs(b.days) do
     clock = clock or redis.call('TIME')
     if math.floor((tonumber(clock[1]) + tonumber(clock[2]) / 1e6 + d[1]) / 86400) ~= d[2] then return -1 end
@@ -216,57 +224,65 @@ local function hist_add_bins(key, field, meta, bins, cap, put, dels)
   for k = 2, #names do dels[#dels + 1] = names[k] end
 end
 
--- new values of every hash (ops in order, so a field written twice sees its first write)
+-- a hash's HSET arguments (and histogram chunks to delete), in one pass over its ops: each field is
+-- written by one op at most, so the block's reads are its numeric and histogram ops' fields in op order
+-- (a histogram's own fields, <F># and <F>+k, are never another op's). Before, a table of current and
+-- one of new values per hash let a field be written twice; no caller does, and the tables cost ~7 % of
+-- the script (benchmarks: the replayed applies of every family).
+local function writes_of(h, b)
+  local got, num, text = hmget(h[1], b.reads), b.num, b.text
+  local args, dels, na, r = {}, {}, 0, 0
+  local function put(field, new)
+    args[na + 1] = field
+    args[na + 2] = new
+    na = na + 2
+  end
+  for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
+    local op = ARGV[o]
+    local new = nil
+    if op == 'h' then
+      r = r + 1
+      hist_add_bins(h[1], ARGV[o + 1], got[r], ARGV[o + 2], nil, put, dels)
+    elseif op == 'H' then
+      r = r + 1
+      local arg = ARGV[o + 2]
+      local sp = string.find(arg, ' ', 1, true)
+      hist_add_bins(h[1], ARGV[o + 1], got[r], string.sub(arg, sp + 1), tonumber(string.sub(arg, 1, sp - 1)), put, dels)
+    elseif op == 'n' or op == 's' then
+      new = ARGV[o + 2]
+    elseif op == 'f' then
+      r = r + 1
+      local now = got[r]
+      if now then
+        local sum = tonumber(now) + num[o]
+        if sum ~= sum or sum == math.huge or sum == -math.huge then
+          return nil, redis.error_reply('ERR increment would produce NaN or Infinity: ' .. h[1] .. ' ' .. ARGV[o + 1])
+        end
+        new = string.format('%.17g', sum)
+      else
+        new = text[o]  -- a new field: formatted once per block
+      end
+    elseif op == 'i' then
+      r = r + 1
+      local now = got[r]
+      new = now and string.format('%d', tonumber(now) + num[o]) or ARGV[o + 2]
+    elseif op == '<' or op == '>' then
+      r = r + 1
+      local now, v = got[r], num[o]
+      if not now or (op == '<' and v < tonumber(now)) or (op == '>' and v > tonumber(now)) then new = ARGV[o + 2] end
+    end
+    if new ~= nil then put(ARGV[o + 1], new) end
+  end
+  return {args, dels}
+end
+
+-- new values of every hash, before anything is written
 local writes = {}
 for w, h in ipairs(hashes) do
   local b = block(h)
-  local reads, num, text = b.reads, b.num, b.text
-  local current = {}
-  local got = hmget(h[1], reads)
-  for i = 1, #reads do
-    if current[reads[i]] == nil then current[reads[i]] = got[i] end
-  end
-  local order, value, dels = {}, {}, {}
-  local function put(field, new)  -- a histogram's fields (one histogram per field name in a block)
-    if value[field] == nil then order[#order + 1] = field end
-    value[field] = new
-  end
-  for o = h[3], h[3] + 3 * (h[4] - 1), 3 do
-    local op, field, arg = ARGV[o], ARGV[o + 1], ARGV[o + 2]
-    local now = value[field]
-    if now == nil then now = current[field] end
-    local new = nil
-    if op == 'i' then
-      new = now and string.format('%d', tonumber(now) + num[o]) or arg
-    elseif op == 'f' then
-      local sum = now and tonumber(now) + num[o] or num[o]
-      if sum ~= sum or sum == math.huge or sum == -math.huge then
-        return redis.error_reply('ERR increment would produce NaN or Infinity: ' .. h[1] .. ' ' .. field)
-      end
-      new = now and string.format('%.17g', sum) or text[o]  -- a new field: formatted once per block
-    elseif op == 'h' then
-      hist_add_bins(h[1], field, current[field .. META], arg, nil, put, dels)
-    elseif op == 'H' then
-      local sp = string.find(arg, ' ', 1, true)
-      hist_add_bins(h[1], field, current[field .. META], string.sub(arg, sp + 1), tonumber(string.sub(arg, 1, sp - 1)),
-        put, dels)
-    elseif op == 's' or op == 'n' then
-      new = arg
-    elseif op == '<' or op == '>' then
-      local v = num[o]
-      if not now or (op == '<' and v < tonumber(now)) or (op == '>' and v > tonumber(now)) then new = arg end
-    end
-    if new ~= nil then
-      if value[field] == nil then order[#order + 1] = field end
-      value[field] = new
-    end
-  end
-  local args = {}
-  for _, field in ipairs(order) do
-    args[#args + 1] = field
-    args[#args + 1] = value[field]
-  end
-  writes[w] = {args, dels}
+  local out, err = writes_of(h, b)
+  if err then return err end
+  writes[w] = out
 end
 
 for _, seq in ipairs(seqs) do redis.call('SETBIT', KEYS[1], seq, 1) end

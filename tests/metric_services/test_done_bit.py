@@ -113,6 +113,31 @@ def test_apply_script_sums_floats_exactly_and_refuses_infinity_writing_nothing(r
     assert r.hgetall(key) == got and r.getbit(KEYS.done("m", "accuracy"), 3) == 0
 
 
+def test_apply_script_refuses_a_field_written_twice_in_one_hash_writing_nothing(r, make_worker):
+    """Each hash's new values are made in one pass over its ops, so a field may be written by one op
+    at most (a condition on it besides is fine): a block writing one twice fails the script before
+    anything, the done bit included, is written, instead of summing it wrongly."""
+    w = make_worker("accuracy")
+    key = KEYS.stats("m", "accuracy", "all")
+
+    def apply(seq: int, *ops: object) -> object:
+        return w.queue.scripts.apply(
+            keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), key],
+            args=[seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops],
+        )
+
+    assert apply(1, "!", "s", "", "i", "n", 2, "s", "s", "a", "f", "x", "0.5") == 1
+    assert apply(2, "=", "s", "a", "s", "s", "b", "i", "n", 3, "<", "lo", "4", ">", "hi", "4") == 1
+    got = r.hgetall(key)
+    assert got == {b"n": b"5", b"s": b"b", b"x": b"0.5", b"lo": b"4", b"hi": b"4"}
+    with pytest.raises(redis.exceptions.ResponseError, match="field written twice in one apply: n"):
+        apply(3, "i", "x2", 1, "i", "n", 1, "i", "n", 2)
+    with pytest.raises(redis.exceptions.ResponseError, match="field written twice in one apply: s"):
+        apply(3, "n", "s", "c", "s", "s", "d")
+    assert r.hgetall(key) == got and r.getbit(KEYS.done("m", "accuracy"), 3) == 0
+    assert r.xlen(KEYS.updates("m")) == 2
+
+
 def test_apply_script_reads_and_writes_hashes_bigger_than_one_call(r, make_worker):
     """apply.lua reads and writes each hash in calls of at most 2,000 arguments (Lua's unpack is bounded):
     5,001 conditions, 5,001 sums and 5,001 sets on one hash, then the same fields summed again."""
