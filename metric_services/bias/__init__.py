@@ -23,7 +23,7 @@ metrics, not in the axis.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -139,6 +139,7 @@ class BiasFamily(FamilyBase):
         minutes = [prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s) for p in preds]
         out: dict[int, Stats] = defaultdict(Stats)
         own_texts: dict[str, str] = {}  # scenario -> its "texts" field: made once a batch
+        counted: dict[str, tuple[dict[str, Counter[str]], dict[str, Counter[str]]]] = {}  # a text's, once a batch
         for p, minute in zip(preds, minutes, strict=True):
             st = out[minute]
             st.incr("n")
@@ -146,7 +147,10 @@ class BiasFamily(FamilyBase):
             if not output.strip():
                 st.incr("empty")
                 continue
-            groups, targets = bl.text_counts(output, lex)
+            found = counted.get(output)  # outputs repeat within a batch (see score_outputs); read, never changed
+            if found is None:
+                found = counted[output] = bl.text_counts(output, lex)
+            groups, targets = found
             # the model-level corpus (every output), and HELM's run cell (the scenario's unperturbed ones)
             st.incr("texts")
             if p.HasField("perturbation"):
