@@ -15,15 +15,22 @@ from redis.retry import Retry
 from holistic.errors import ConfigError
 from holistic.settings import Settings
 
+try:
+    from holistic._resp import pack as _resp_pack
+except ImportError:  # not built (no C compiler): hiredis packs every command
+    _resp_pack = None
+
 RETRYABLE = (redis.ConnectionError, redis.TimeoutError, ConnectionError, OSError)
 
 
 class HiredisPacker:
-    """Commands packed by hiredis in one C call. redis-py's own hiredis packer first encodes every
-    argument with a Python call (~0.4 µs each), and an apply script carries thousands of them;
-    hiredis packs str (UTF-8), int, float (repr) and bytes to the same bytes itself (tests/holistic/
-    test_redis_conn.py). Anything else (a command name with a space in it, bytearray, memoryview,
-    a bool or None that redis-py refuses) takes redis-py's own packer, with its errors."""
+    """Commands packed in one C call. redis-py's own hiredis packer first encodes every argument with
+    a Python call (~0.4 µs each), and an apply script carries thousands of them. holistic/_resp.c
+    packs exact str (UTF-8), bytes, int and float (repr) without a bytes object per argument (a
+    worker's arguments, scattered in memory, cost hiredis ~0.3-0.5 µs each there); what it does not
+    pack (an int past 64 bits, a subclass) hiredis packs, to the same bytes (tests/holistic/
+    test_redis_conn.py). Anything else (a command name with a space in it, bytearray, memoryview, a
+    bool or None that redis-py refuses) takes redis-py's own packer, with its errors."""
 
     def __init__(self) -> None:
         encoder = redis.connection.Encoder("utf-8", "strict", False)
@@ -36,6 +43,10 @@ class HiredisPacker:
         if (b" " if isinstance(name, bytes) else " ") in name:
             return self._fallback.pack(*args)
         try:
+            if _resp_pack is not None:
+                packed = _resp_pack(args)
+                if packed is not None:
+                    return [packed]
             return [hiredis.pack_command(args)]
         except (TypeError, UnicodeError):
             return self._fallback.pack(*args)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import enum
 import math
+import os
 
+import hiredis
 import pytest
 import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from holistic import redis_conn
 from holistic.redis_conn import PACKER, HiredisPacker, sync_client
 from holistic.settings import Settings
+
+if redis_conn._resp_pack is None and os.environ.get("CI"):  # ./dev and any pip install build it; CI must test it
+    pytest.fail("holistic/_resp.c is not built (tools/build_native.py)", pytrace=False)
 
 ENCODER = redis.connection.Encoder("utf-8", "strict", False)
 REDIS_PY = redis.connection.PythonRespSerializer(6000, ENCODER.encode)
@@ -77,3 +84,60 @@ def test_sync_client_packs_with_it_and_round_trips(redis_url: str) -> None:
     assert echoed == [ENCODER.encode(a) for a in args]
     assert echoed[:5] == ["é".encode(), b"\xff\x00", b"7", str(-(2**62)).encode(), b"0.1"]
     client.close()
+
+
+def _c_pack():
+    if redis_conn._resp_pack is None:
+        pytest.fail("holistic/_resp.c is not built: run tools/build_native.py", pytrace=False)
+    return redis_conn._resp_pack
+
+
+EXACT = st.one_of(
+    st.text(),
+    st.binary(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(EXACT, max_size=60))
+def test_c_packer_sends_hiredis_bytes(args: list[object]) -> None:
+    """holistic/_resp.c: the bytes hiredis packs for exact str, bytes, int (64 bits) and float."""
+    assert _c_pack()(("EVALSHA", *args)) == hiredis.pack_command(("EVALSHA", *args))
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+class Name(str):
+    pass
+
+
+def test_c_packer_declines_what_it_does_not_pack_and_refuses_lone_surrogates() -> None:
+    pack = _c_pack()
+    assert pack(()) == b"*0\r\n"
+    assert pack(("SET", "k", -(2**63), 2**63 - 1)) == hiredis.pack_command(("SET", "k", -(2**63), 2**63 - 1))
+    for other in (2**63, -(2**63) - 1, True, None, Colour.RED, Name("n"), bytearray(b"x"), memoryview(b"y")):
+        assert pack(("SET", "k", other)) is None, other  # hiredis or redis-py pack it, or refuse it
+    assert pack(tuple(["x"] * 12_345)) == b"*12345\r\n" + b"$1\r\nx\r\n" * 12_345
+    with pytest.raises(UnicodeEncodeError):
+        pack(("SET", "k", "\ud800"))
+    with pytest.raises(TypeError):
+        pack(["SET"])  # type: ignore[arg-type]
+
+
+def test_packer_uses_the_c_packer_and_packs_the_same_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[object, ...]] = []
+    pack = _c_pack()
+
+    def counted(args: tuple[object, ...]) -> bytes | None:
+        calls.append(args)
+        return pack(args)
+
+    args = ("HSET", "h", "é", b"\xff", 7, 0.1, 2**70, "x" * 3000)
+    monkeypatch.setattr(redis_conn, "_resp_pack", counted)
+    assert packed(*args) == redis_py(*args) and calls == [args]  # 2**70: declined, then hiredis packs it
+    monkeypatch.setattr(redis_conn, "_resp_pack", None)  # not built: hiredis packs every command
+    assert packed(*args) == redis_py(*args)
