@@ -388,7 +388,7 @@ MUTANTS = [
            "if False:", ["tests/holistic/test_redis_conn.py"],
            "a command name with a space (CLIENT SETNAME) goes out as one word: Redis refuses it"),
     Mutant("resp-subclass-packed", "holistic/_resp.c", "if (PyUnicode_CheckExact(a)) {", "if (PyUnicode_Check(a)) {",
-           ["tests/holistic/test_redis_conn.py"], "a str subclass goes out as its text where redis-py asks its __str__"),
+           ["tests/holistic/test_redis_conn.py"], "a str subclass goes out as its text, not its __str__"),
     Mutant("resp-length-short", "holistic/_resp.c", "out = put_header(out, '$', argv[i].len);",
            "out = put_header(out, '$', argv[i].len - (argv[i].len > 9));", ["tests/holistic/test_redis_conn.py"],
            "an argument of ten bytes or more is announced one byte short: Redis reads a broken command"),
