@@ -102,9 +102,10 @@ class _Minute:
         if self.untimed:
             st.incr("untimed", self.untimed)
         if self.lat:
-            keys = [_key(v) for _, v in self.lat]
-            _emit_sketch(st, LATENCY, keys, [v for _, v in self.lat])
-            by_scenario: dict[str, tuple[list[str], list[float]]] = {}
+            values = [v for _, v in self.lat]
+            keys = _keys(values)
+            _emit_sketch(st, LATENCY, keys, values)
+            by_scenario: dict[str, tuple[list[int | None], list[float]]] = {}
             for (scn, v), k in zip(self.lat, keys, strict=True):
                 ks, vs = by_scenario.setdefault(scn, ([], []))
                 ks.append(k)
@@ -112,7 +113,7 @@ class _Minute:
             for scn, (ks, vs) in by_scenario.items():
                 _emit_sketch(st, key(scn, LATENCY), ks, vs)
         if self.ttft:
-            _emit_sketch(st, "ttft", [_key(v) for v in self.ttft], self.ttft)
+            _emit_sketch(st, "ttft", _keys(self.ttft), self.ttft)
         for prefix, values in (("tok_prompt", self.prompt), ("tok_completion", self.completion)):
             if values:
                 _emit_moments(st, prefix, values)
@@ -122,9 +123,23 @@ class _Minute:
             st.add(key("gen", "seconds"), self.gen_s)
 
 
-def _key(value: float) -> str:
-    """The sketch bin of one value: "k:<DDSketch key>", or "z" at (or below) the smallest bin."""
-    return f"{BIN}{MAPPING.key(value)}" if value > MAPPING.min_possible else ZERO
+# LogarithmicMapping.key(v) is int(ceil(log(v, 2) * multiplier) + offset), and CPython's log(v, 2) is
+# log(v) / log(2.0): inlined below, the same float operations in the same order
+# (tests/metric_services/test_efficiency.py holds the two equal)
+_MULTIPLIER, _OFFSET, _SMALLEST = MAPPING._multiplier, MAPPING._offset, MAPPING.min_possible
+_LN2 = math.log(2.0)
+
+
+def _keys(values: list[float]) -> list[int | None]:
+    """Each value's DDSketch key, None at (or below) the smallest bin: three Python calls a value less
+    than MAPPING.key, and a bin's name made once per bin, not per value (_emit_sketch)."""
+    log, ceil = math.log, math.ceil
+    return [int(ceil(log(v) / _LN2 * _MULTIPLIER) + _OFFSET) if v > _SMALLEST else None for v in values]
+
+
+def _bin(key_: int | None) -> str:
+    """A sketch bin's name: "k:<DDSketch key>", or "z" at (or below) the smallest bin."""
+    return ZERO if key_ is None else f"{BIN}{key_}"
 
 
 def _emit_moments(st: Stats, prefix: str, values: list[float]) -> None:
@@ -133,9 +148,9 @@ def _emit_moments(st: Stats, prefix: str, values: list[float]) -> None:
     st.add(key(prefix, "sumsq"), math.fsum(v * v for v in values))
 
 
-def _emit_sketch(st: Stats, prefix: str, keys: list[str], values: list[float]) -> None:
-    for bin_, count in Counter(keys).items():
-        st.bump(prefix, bin_, count)
+def _emit_sketch(st: Stats, prefix: str, keys: list[int | None], values: list[float]) -> None:
+    for key_, count in Counter(keys).items():
+        st.bump(prefix, _bin(key_), count)
     _emit_moments(st, prefix, values)
 
 
