@@ -91,6 +91,14 @@ def test_apply_script_merges_one_sequence_once(r, make_worker):
     assert int(stats_of(r, "m", "accuracy")[b"mmlu|n"]) == 10
 
 
+def apply_ops(w, seq: int, *ops: object) -> object:
+    """apply.lua with one hash (model m's all-time accuracy statistics) and its ops, for batch `seq`."""
+    return w.queue.scripts.apply(
+        keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), KEYS.stats("m", "accuracy", "all")],
+        args=[seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops],
+    )
+
+
 def test_apply_script_sums_floats_exactly_and_refuses_infinity_writing_nothing(r, make_worker):
     """Sums are doubles stored with 17 significant digits (they read back bit for bit, also below
     1e-17 where HINCRBYFLOAT's fixed 17 decimals gave 0); a sum that overflows fails the script before
@@ -99,10 +107,7 @@ def test_apply_script_sums_floats_exactly_and_refuses_infinity_writing_nothing(r
     key = KEYS.stats("m", "accuracy", "all")
 
     def apply(seq: int, *ops: object) -> object:
-        return w.queue.scripts.apply(
-            keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), key],
-            args=[seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops],
-        )
+        return apply_ops(w, seq, *ops)
 
     assert apply(1, "f", "x", repr(0.1), "f", "tiny", "1e-20", "i", "n", 2, "s", "s", "kept") == 1
     assert apply(2, "f", "x", repr(0.2), "f", "tiny", "3e-20", "i", "n", 3, "f", "big", "1e308") == 1
@@ -121,10 +126,7 @@ def test_apply_script_refuses_a_field_written_twice_in_one_hash_writing_nothing(
     key = KEYS.stats("m", "accuracy", "all")
 
     def apply(seq: int, *ops: object) -> object:
-        return w.queue.scripts.apply(
-            keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), key],
-            args=[seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops],
-        )
+        return apply_ops(w, seq, *ops)
 
     assert apply(1, "!", "s", "", "i", "n", 2, "s", "s", "a", "f", "x", "0.5") == 1
     assert apply(2, "=", "s", "a", "s", "s", "b", "i", "n", 3, "<", "lo", "4", ">", "hi", "4") == 1
