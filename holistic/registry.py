@@ -2,12 +2,19 @@
 
 The built-in families are registered the same way, in pyproject.toml; a plugin is one distribution
 with one entry point `<name> = "<module>:<object>"`, where the object is a Family (or a class of one).
-Entry points are read again on each lookup of a name not seen before, so a family installed while a
-gateway runs is found without a restart.
+
+Reading the entry points opens every installed distribution's metadata (milliseconds: it was most of
+a profile fold's CPU where some of HELM's axes come from families not deployed), so they are read
+once and again only when the import path changes: an entry of sys.path added, removed, or modified
+(installing a distribution adds its .dist-info directory, which changes its parent's mtime). So a
+family installed while a gateway runs is still found without a restart. (importlib.metadata keys its
+own directory listings on the same mtimes.)
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from importlib.metadata import EntryPoint, entry_points
 
@@ -18,6 +25,7 @@ GROUP = "holistic.families"
 
 _loaded: dict[str, Family] = {}
 _lock = threading.Lock()
+_scanned: tuple[tuple[tuple[str, int], ...], dict[str, EntryPoint]] | None = None  # (path state, entry points)
 
 
 class UnknownFamily(ConfigError, KeyError):
@@ -27,8 +35,27 @@ class UnknownFamily(ConfigError, KeyError):
         return str(self.args[0])
 
 
+def _path_state() -> tuple[tuple[str, int], ...]:
+    """Each import path entry with its mtime (-1: missing or unreadable): what the entry points depend on."""
+    state = []
+    for entry in sys.path:
+        try:
+            mtime = os.stat(entry or ".").st_mtime_ns
+        except (OSError, ValueError):
+            mtime = -1
+        state.append((entry, mtime))
+    return tuple(state)
+
+
 def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    global _scanned
+    state = _path_state()
+    scanned = _scanned
+    if scanned is not None and scanned[0] == state:
+        return scanned[1]
+    found = {ep.name: ep for ep in entry_points(group=GROUP)}
+    _scanned = (state, found)
+    return found
 
 
 def installed() -> list[str]:

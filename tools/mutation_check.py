@@ -409,6 +409,12 @@ MUTANTS = [
            MINUTES_TESTS, "a timestamp sent twice keeps its first seconds where protobuf's merge keeps the last"),
     Mutant("minutes-not-used", "holistic/minutes.py", "    if _counts is not None:", "    if False:",
            MINUTES_TESTS, "every worker still loops over its batches' predictions in Python"),
+    Mutant("registry-rescans", "holistic/registry.py", "if scanned is not None and scanned[0] == state:",
+           "if False:", ["tests/holistic/test_registry.py"],
+           "every profile fold reads every installed distribution's metadata again (most of its CPU)"),
+    Mutant("registry-path-blind", "holistic/registry.py", "mtime = os.stat(entry or \".\").st_mtime_ns",
+           "mtime = 0", ["tests/holistic/test_registry.py"],
+           "a family installed while the gateway runs is not found until a restart"),
 ]  # fmt: skip
 
 
