@@ -15,7 +15,7 @@ from gateway.deployment import Deployment
 from gateway.read_limits import ReadLimits
 from holistic import profile as profile_mod
 from holistic import windows
-from holistic.errors import FieldViolation, InvalidArgument, NotFound
+from holistic.errors import AnswerTooLarge, FieldViolation, InvalidArgument, NotFound
 from holistic.families import Family
 from holistic.keys import Keys
 from holistic.redis_conn import RETRYABLE
@@ -29,6 +29,9 @@ MIN_TIMESTAMP_S, MAX_TIMESTAMP_S = -62_135_596_800, 253_402_300_799  # 0001-01-0
 T = TypeVar("T")
 READ_RETRY_S = 5.0  # a read retries on fresh connections this long while Redis restarts or fails over
 PIPELINE_CHUNK = 64  # HGETALLs per round trip: one read never holds Redis or the event loop for long
+# A model's summary (its meta hash) holds 4-5 fields, a statistics bucket tens to hundreds: ten summaries
+# are charged to the tenant's read budget as one bucket.
+LIST_MODELS_PER_BUCKET = 10
 
 PRESET_NAMES = {
     pp.WINDOW_PRESET_UNSPECIFIED: "all_time",
@@ -187,15 +190,32 @@ class ProfileReader:
         return profile
 
     async def list_models(self, tenant: str = DEFAULT_TENANT) -> list[pp.ModelSummary]:
-        return await retrying(lambda: self._list_models(tenant))
+        """Bounded before any summary is read: a tenant with more than HOLISTIC_MAX_LIST_MODELS models is
+        refused (SCARD is O(1)), and the read takes one of the tenant's read slots and is charged to its
+        read budget, LIST_MODELS_PER_BUCKET models a bucket."""
+        count = int(await retrying(lambda: self.r.scard(self.keys.models(tenant))))  # type: ignore[misc]
+        self._check_count(tenant, count)
+        async with self.limits.read(tenant, cost=1 + count // LIST_MODELS_PER_BUCKET):
+            return await retrying(lambda: self._list_models(tenant))
+
+    def _check_count(self, tenant: str, count: int) -> None:
+        if count > self.settings.max_list_models:
+            raise AnswerTooLarge(
+                f"tenant {tenant!r} has {count} models, more than ListModels answers "
+                f"({self.settings.max_list_models}, HOLISTIC_MAX_LIST_MODELS): raise it, or read profiles by model name"
+            )
 
     async def _list_models(self, tenant: str) -> list[pp.ModelSummary]:
         models = sorted(m.decode() for m in await self.r.smembers(self.keys.models(tenant)))
-        pipe = self.r.pipeline(transaction=False)
-        for m in models:
-            pipe.hgetall(self.keys.meta(internal_model(tenant, m)))
+        self._check_count(tenant, len(models))  # models added since the count
+        replies: list[Any] = []
+        for i in range(0, len(models), PIPELINE_CHUNK):  # short turns for Redis and this event loop
+            pipe = self.r.pipeline(transaction=False)
+            for m in models[i : i + PIPELINE_CHUNK]:
+                pipe.hgetall(self.keys.meta(internal_model(tenant, m)))
+            replies += await pipe.execute()
         out = []
-        for model, raw in zip(models, await pipe.execute(), strict=True):
+        for model, raw in zip(models, replies, strict=True):
             meta = {k.decode(): int(v) for k, v in raw.items()}
             s = pp.ModelSummary(
                 model=model,

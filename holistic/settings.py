@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     max_watches: int = Field(default=1024, ge=1, description="Open WatchProfile streams per gateway process.")
     read_connections: int = Field(default=32, ge=2, description="Redis connections for reads (submits have theirs).")
     fold_threads: int = Field(default=2, ge=1, le=64, description="Threads that fold profiles off the event loop.")
+    max_list_models: int = Field(
+        default=10_000, ge=1, description="Models one ListModels answers; a tenant with more is refused."
+    )
 
     # --- Workers ---------------------------------------------------------------------------
     read_count: int = Field(default=32, ge=1, le=1000, description="Most entries one worker read claims.")

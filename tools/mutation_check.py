@@ -415,6 +415,10 @@ MUTANTS = [
     Mutant("registry-path-blind", "holistic/registry.py", "mtime = os.stat(entry or \".\").st_mtime_ns",
            "mtime = 0", ["tests/holistic/test_registry.py"],
            "a family installed while the gateway runs is not found until a restart"),
+    Mutant("list-models-unbounded", "gateway/profiles.py", "if count > self.settings.max_list_models:", "if False:",
+           ["tests/gateway/test_read_bounds.py"], "one ListModels reads every summary of a tenant's million models"),
+    Mutant("list-models-uncharged", "gateway/profiles.py", "cost=1 + count // LIST_MODELS_PER_BUCKET", "cost=0",
+           ["tests/gateway/test_read_bounds.py"], "a tenant's listings are not charged to its read budget"),
 ]  # fmt: skip
 
 
