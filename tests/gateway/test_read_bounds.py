@@ -122,20 +122,23 @@ def list_models(stub) -> list[str]:
     return [m.model for m in stub.ListModels(es.ListModelsRequest()).models]
 
 
+def submit_to(stub, *models: str) -> None:
+    """One prediction to each model: the tenant has these models."""
+    for model in models:
+        stub.SubmitPredictions(es.SubmitPredictionsRequest(batch_id="b1", model=model, predictions=[prediction("a")]))
+
+
 def test_list_models_past_its_bound_is_refused_before_any_summary_is_read(make_gateway, r):
     """A tenant with more models than HOLISTIC_MAX_LIST_MODELS gets FAILED_PRECONDITION naming the setting,
     and no model's summary (meta hash) is read; at the bound every model is listed, each read once."""
     gw = make_gateway(max_list_models=3)
     with grpc.insecure_channel(gw.address) as channel:
         stub = es_grpc.EvaluationServiceStub(channel)
-        for i in range(3):
-            stub.SubmitPredictions(
-                es.SubmitPredictionsRequest(batch_id="b1", model=f"m{i}", predictions=[prediction("a")])
-            )
+        submit_to(stub, "m0", "m1", "m2")
         r.config_resetstat()
         assert list_models(stub) == ["m0", "m1", "m2"]
         assert hgetall_calls(r) == 3
-        stub.SubmitPredictions(es.SubmitPredictionsRequest(batch_id="b1", model="m3", predictions=[prediction("a")]))
+        submit_to(stub, "m3")
         r.config_resetstat()
         with pytest.raises(grpc.RpcError) as exc:
             list_models(stub)
@@ -150,10 +153,7 @@ def test_list_models_is_charged_to_the_tenants_read_budget(make_gateway):
     gw = make_gateway(tenant_read_buckets_per_s=1)
     with grpc.insecure_channel(gw.address) as channel:
         stub = es_grpc.EvaluationServiceStub(channel)
-        for i in range(60):
-            stub.SubmitPredictions(
-                es.SubmitPredictionsRequest(batch_id="b1", model=f"m{i:02}", predictions=[prediction("a")])
-            )
+        submit_to(stub, *(f"m{i:02}" for i in range(60)))
         assert len(list_models(stub)) == 60
         with pytest.raises(grpc.RpcError) as exc:
             list_models(stub)
