@@ -167,11 +167,7 @@ class ProfileReader:
             keys.append(self.keys.signatures(model, fam))
             keys += [self.keys.stats(model, fam, tier, bucket) for tier, bucket in resolved.buckets]
         replies: list[Any] = [await self.r.hgetall(self.keys.meta(model))]  # type: ignore[misc]
-        for i in range(0, len(keys), PIPELINE_CHUNK):  # short turns for Redis and this event loop
-            pipe = self.r.pipeline(transaction=False)
-            for key in keys[i : i + PIPELINE_CHUNK]:
-                pipe.hgetall(key)
-            replies += await pipe.execute()
+        replies += await self._hgetall_each(keys)
         window = window_message(spec, resolved)
         loop = asyncio.get_running_loop()
         profile = await loop.run_in_executor(
@@ -188,6 +184,16 @@ class ProfileReader:
         )
         profile.model = public
         return profile
+
+    async def _hgetall_each(self, keys: list[str]) -> list[Any]:
+        """HGETALL of every key, PIPELINE_CHUNK a round trip: short turns for Redis and this event loop."""
+        replies: list[Any] = []
+        for i in range(0, len(keys), PIPELINE_CHUNK):
+            pipe = self.r.pipeline(transaction=False)
+            for key in keys[i : i + PIPELINE_CHUNK]:
+                pipe.hgetall(key)
+            replies += await pipe.execute()
+        return replies
 
     async def list_models(self, tenant: str = DEFAULT_TENANT) -> list[pp.ModelSummary]:
         """Bounded before any summary is read: a tenant with more than HOLISTIC_MAX_LIST_MODELS models is
@@ -208,12 +214,7 @@ class ProfileReader:
     async def _list_models(self, tenant: str) -> list[pp.ModelSummary]:
         models = sorted(m.decode() for m in await self.r.smembers(self.keys.models(tenant)))
         self._check_count(tenant, len(models))  # models added since the count
-        replies: list[Any] = []
-        for i in range(0, len(models), PIPELINE_CHUNK):  # short turns for Redis and this event loop
-            pipe = self.r.pipeline(transaction=False)
-            for m in models[i : i + PIPELINE_CHUNK]:
-                pipe.hgetall(self.keys.meta(internal_model(tenant, m)))
-            replies += await pipe.execute()
+        replies = await self._hgetall_each([self.keys.meta(internal_model(tenant, m)) for m in models])
         out = []
         for model, raw in zip(models, replies, strict=True):
             meta = {k.decode(): int(v) for k, v in raw.items()}

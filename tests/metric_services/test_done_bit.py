@@ -10,6 +10,7 @@ script stops the second merge.
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 import pytest
 import redis
@@ -106,8 +107,7 @@ def test_apply_script_sums_floats_exactly_and_refuses_infinity_writing_nothing(r
     w = make_worker("accuracy")
     key = KEYS.stats("m", "accuracy", "all")
 
-    def apply(seq: int, *ops: object) -> object:
-        return apply_ops(w, seq, *ops)
+    apply = partial(apply_ops, w)
 
     assert apply(1, "f", "x", repr(0.1), "f", "tiny", "1e-20", "i", "n", 2, "s", "s", "kept") == 1
     assert apply(2, "f", "x", repr(0.2), "f", "tiny", "3e-20", "i", "n", 3, "f", "big", "1e308") == 1
@@ -125,8 +125,7 @@ def test_apply_script_refuses_a_field_written_twice_in_one_hash_writing_nothing(
     w = make_worker("accuracy")
     key = KEYS.stats("m", "accuracy", "all")
 
-    def apply(seq: int, *ops: object) -> object:
-        return apply_ops(w, seq, *ops)
+    apply = partial(apply_ops, w)
 
     assert apply(1, "!", "s", "", "i", "n", 2, "s", "s", "a", "f", "x", "0.5") == 1
     assert apply(2, "=", "s", "a", "s", "s", "b", "i", "n", 3, "<", "lo", "4", ">", "hi", "4") == 1
@@ -147,17 +146,15 @@ def test_apply_script_reads_and_writes_hashes_bigger_than_one_call(r, make_worke
     key = KEYS.stats("m", "accuracy", "all")
     n = 5_001
 
-    def apply(seq: int, ops: list[object]) -> object:
-        args = [seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops]
-        return w.queue.scripts.apply(keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), key], args=args)
+    apply = partial(apply_ops, w)
 
     first = [x for i in range(n) for x in ("!", f"new{i}", "", "i", f"n{i}", i, "s", f"new{i}", f"v{i}")]
-    assert apply(1, first) == 1
-    assert apply(2, [x for i in range(n) for x in ("=", f"new{i}", f"v{i}", "i", f"n{i}", 1)]) == 1
+    assert apply(1, *first) == 1
+    assert apply(2, *[x for i in range(n) for x in ("=", f"new{i}", f"v{i}", "i", f"n{i}", 1)]) == 1
     got = r.hgetall(key)
     assert len(got) == 2 * n and all(got[f"n{i}".encode()] == str(i + 1).encode() for i in range(n))
     assert got[f"new{n - 1}".encode()] == f"v{n - 1}".encode()
-    assert apply(3, ["!", f"new{n - 1}", "", "i", "n0", 1]) == -1  # the last condition of a big read counts
+    assert apply(3, "!", f"new{n - 1}", "", "i", "n0", 1) == -1  # the last condition of a big read counts
     assert r.hget(key, "n0") == b"1"
 
 
