@@ -186,7 +186,10 @@ class Ingestor:
         s, keys = self.settings, self.keys
         batch_id = incoming.batch_id
         stream = keys.stream_for(shard_of(model, s.queue_shards))
-        base_keys = [keys.ingest(model, batch_id), keys.sequence(model), keys.meta(model), keys.models(tenant), stream]
+        base_keys = [
+            *(keys.ingest(model, batch_id), keys.sequence(model), keys.meta(model), keys.models(tenant), stream),
+            keys.models_index(tenant),
+        ]
         base_args: list[Any] = [digest, s.idempotency_ttl_s, int(incoming.now * 1000), incoming.count, public]
         base_args += [envelope.VERSION, model, ",".join(families), incoming.raw, header.SerializeToString()]
         exact = incoming.proof is None
@@ -290,7 +293,9 @@ class Ingestor:
             stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
             await self.r.xadd(stream, envelope.fields_for(model, seq, incoming.raw, header))  # type: ignore[arg-type]
             await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)])
-            await self.r.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
+        # On every answer, a retry's too: a crash after mark_queued must not leave the model unlisted.
+        await self.r.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
+        await self.r.zadd(self.keys.models_index(tenant), {public: 0})
         return response
 
     @staticmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
@@ -12,26 +13,30 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 
 from gateway.deployment import Deployment
+from gateway.model_pages import Page, encode_token, page_of
 from gateway.read_limits import ReadLimits
 from holistic import profile as profile_mod
 from holistic import windows
-from holistic.errors import AnswerTooLarge, FieldViolation, InvalidArgument, NotFound
+from holistic.errors import FieldViolation, InvalidArgument, NotFound
 from holistic.families import Family
 from holistic.keys import Keys
 from holistic.redis_conn import RETRYABLE
 from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.tenants import DEFAULT_TENANT, internal_model
+from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
 
 MIN_TIMESTAMP_S, MAX_TIMESTAMP_S = -62_135_596_800, 253_402_300_799  # 0001-01-01 .. 9999-12-31 (protobuf)
 
 T = TypeVar("T")
+log = logging.getLogger("holistic.gateway")
 READ_RETRY_S = 5.0  # a read retries on fresh connections this long while Redis restarts or fails over
 PIPELINE_CHUNK = 64  # HGETALLs per round trip: one read never holds Redis or the event loop for long
 # A model's summary (its meta hash) holds 4-5 fields, a statistics bucket tens to hundreds: ten summaries
 # are charged to the tenant's read budget as one bucket.
 LIST_MODELS_PER_BUCKET = 10
+INDEX_CHUNK = 1000  # names a round trip when indexing a tenant's models for ListModels's pages
 
 PRESET_NAMES = {
     pp.WINDOW_PRESET_UNSPECIFIED: "all_time",
@@ -195,30 +200,49 @@ class ProfileReader:
             replies += await pipe.execute()
         return replies
 
-    async def list_models(self, tenant: str = DEFAULT_TENANT) -> list[pp.ModelSummary]:
-        """Bounded before any summary is read: a tenant with more than HOLISTIC_MAX_LIST_MODELS models is
-        refused (SCARD is O(1)), and the read takes one of the tenant's read slots and is charged to its
-        read budget, LIST_MODELS_PER_BUCKET models a bucket."""
-        count = int(await retrying(lambda: self.r.scard(self.keys.models(tenant))))  # type: ignore[misc]
-        self._check_count(tenant, count)
-        async with self.limits.read(tenant, cost=1 + count // LIST_MODELS_PER_BUCKET):
-            return await retrying(lambda: self._list_models(tenant))
+    async def list_models(
+        self, tenant: str = DEFAULT_TENANT, page_size: int = 0, page_token: str = ""
+    ) -> es.ListModelsResponse:
+        """One page of the tenant's models in name order (gateway/model_pages.py), bounded before any
+        summary is read: at most HOLISTIC_MAX_LIST_MODELS, and the read takes one of the tenant's read
+        slots and is charged to its read budget, LIST_MODELS_PER_BUCKET models a bucket."""
+        page = page_of(page_size, page_token, self.settings.max_list_models)
+        total = await retrying(lambda: self._indexed_count(tenant))
+        async with self.limits.read(tenant, cost=1 + min(page.size, total) // LIST_MODELS_PER_BUCKET):
+            response = await retrying(lambda: self._list_models(tenant, page))
+        response.total_size = total
+        return response
 
-    def _check_count(self, tenant: str, count: int) -> None:
-        if count > self.settings.max_list_models:
-            raise AnswerTooLarge(
-                f"tenant {tenant!r} has {count} models, more than ListModels answers "
-                f"({self.settings.max_list_models}, HOLISTIC_MAX_LIST_MODELS): raise it, or read profiles by model name"
-            )
+    async def _indexed_count(self, tenant: str) -> int:
+        """The tenant's model count, after indexing the names of its model set that its index lacks: those
+        accepted by a gateway from before the index (once per tenant), or a cluster gateway that died
+        between its SADD and its ZADD. Every submit writes both, and nothing removes a model."""
+        index, names = self.keys.models_index(tenant), self.keys.models(tenant)
+        pipe = self.r.pipeline(transaction=False)
+        pipe.zcard(index)
+        pipe.scard(names)
+        indexed, count = (int(x) for x in await pipe.execute())
+        if indexed < count:
+            cursor = None
+            while cursor != 0:
+                cursor, chunk = await self.r.sscan(names, cursor or 0, count=INDEX_CHUNK)  # type: ignore[misc]
+                if chunk:
+                    await self.r.zadd(index, dict.fromkeys(chunk, 0))
+            log.info("indexed the %d models of tenant %r for ListModels's pages", count, tenant)
+        return max(indexed, count)
 
-    async def _list_models(self, tenant: str) -> list[pp.ModelSummary]:
-        models = sorted(m.decode() for m in await self.r.smembers(self.keys.models(tenant)))
-        self._check_count(tenant, len(models))  # models added since the count
+    async def _list_models(self, tenant: str, page: Page) -> es.ListModelsResponse:
+        start = b"-" if page.after is None else b"(" + page.after
+        names: list[bytes] = await self.r.zrange(
+            self.keys.models_index(tenant), start, b"+", bylex=True, offset=0, num=page.size + 1
+        )
+        more, names = len(names) > page.size, names[: page.size]
+        models = [n.decode() for n in names]
         replies = await self._hgetall_each([self.keys.meta(internal_model(tenant, m)) for m in models])
-        out = []
+        out = es.ListModelsResponse(next_page_token=encode_token(names[-1]) if more else "")
         for model, raw in zip(models, replies, strict=True):
             meta = {k.decode(): int(v) for k, v in raw.items()}
-            s = pp.ModelSummary(
+            s = out.models.add(
                 model=model,
                 accepted_predictions=meta.get("accepted_predictions", 0),
                 accepted_batches=meta.get("accepted_batches", 0),
@@ -226,7 +250,6 @@ class ProfileReader:
             if "first_accept_ms" in meta:
                 s.first_accept_time.FromMilliseconds(meta["first_accept_ms"])
                 s.last_accept_time.FromMilliseconds(meta.get("last_accept_ms", meta["first_accept_ms"]))
-            out.append(s)
         return out
 
 

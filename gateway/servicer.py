@@ -118,10 +118,9 @@ class EvaluationService:
         return await perturb.perturb(wire.parse(es.PerturbRequest, raw), self.ingestor.settings)
 
     @status.unary
-    async def ListModels(
-        self, request: es.ListModelsRequest, context: grpc.aio.ServicerContext
-    ) -> es.ListModelsResponse:
-        return es.ListModelsResponse(models=await self.reader.list_models(self._tenant(context)))
+    async def ListModels(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.ListModelsResponse:
+        request = wire.parse(es.ListModelsRequest, raw)
+        return await self.reader.list_models(self._tenant(context), request.page_size, request.page_token)
 
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
@@ -152,7 +151,7 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
             ),
             "ListModels": grpc.unary_unary_rpc_method_handler(
                 service.ListModels,
-                request_deserializer=es.ListModelsRequest.FromString,
+                request_deserializer=None,
                 response_serializer=es.ListModelsResponse.SerializeToString,
             ),
         },

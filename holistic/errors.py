@@ -37,11 +37,6 @@ class NotFound(HolisticError):
     """No such model."""
 
 
-class AnswerTooLarge(HolisticError):
-    """An answer would pass its bound (ListModels past HOLISTIC_MAX_LIST_MODELS): FAILED_PRECONDITION,
-    refused before the work; retrying does not help, changing the bound or the request does."""
-
-
 @dataclass
 class Backpressure(HolisticError):
     """A limit is reached (the backlog cap, a tenant's quota); retry after retry_after_s."""

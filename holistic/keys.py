@@ -38,6 +38,11 @@ class Keys:
             return f"{self.prefix}:models"
         return f"{self.prefix}:{{t:{tenant}}}:models"
 
+    def models_index(self, tenant: str = "default") -> str:
+        """ZSET: the same names as `models`, all scored 0, so ListModels pages through them in name order
+        (ZRANGE BYLEX) without reading the whole set; written beside every SADD to `models`."""
+        return self.models(tenant) + ":by_name"
+
     def rate(self, tenant: str, second: int) -> str:
         """STRING: predictions the tenant submitted in that epoch second (expires after 2 s)."""
         return f"{self.prefix}:{{t:{tenant}}}:rate:{second}"

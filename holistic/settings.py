@@ -95,7 +95,9 @@ class Settings(BaseSettings):
     read_connections: int = Field(default=32, ge=2, description="Redis connections for reads (submits have theirs).")
     fold_threads: int = Field(default=2, ge=1, le=64, description="Threads that fold profiles off the event loop.")
     max_list_models: int = Field(
-        default=10_000, ge=1, description="Models one ListModels answers; a tenant with more is refused."
+        default=10_000,
+        ge=1,
+        description="Models one ListModels page holds at most, and a page's size when the request names none.",
     )
 
     # --- Workers ---------------------------------------------------------------------------

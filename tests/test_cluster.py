@@ -118,7 +118,9 @@ def workload(now: float) -> list[tuple[str, list[pb.Prediction]]]:
     return out
 
 
-def run(make_gateway, settings_overrides, worker_settings, batches) -> dict[str, dict[str, float]]:
+def run(make_gateway, settings_overrides, worker_settings, batches, r) -> dict[str, dict[str, float]]:
+    """The profiles of every model, after checking that the submits indexed every model for ListModels
+    and that its pages list them all in name order."""
     gw = make_gateway(families=FAMILIES, **settings_overrides)
     workers = [Worker(f, worker_settings, sync_client(worker_settings)) for f in FAMILIES.split(",") for _ in range(2)]
     with gw.client() as c:
@@ -128,15 +130,18 @@ def run(make_gateway, settings_overrides, worker_settings, batches) -> dict[str,
                 drain(*workers)
         assert c.submit(batches[0][1], batch_id="b0", model=batches[0][0]).duplicate
         drain(*workers)
-        return {m: flatten(c.get_profile(m)) for m in sorted({m for m, _ in batches})}
+        models = sorted({m for m, _ in batches})
+        assert r.zrange(Keys().models_index(), 0, -1) == [m.encode() for m in models]  # before any listing
+        assert [m.model for m in c.list_models(page_size=4)] == models
+        return {m: flatten(c.get_profile(m)) for m in models}
 
 
-def test_cluster_gives_the_same_profiles_as_one_redis(rc, redis_cluster, make_gateway, make_settings):
+def test_cluster_gives_the_same_profiles_as_one_redis(rc, r, redis_cluster, make_gateway, make_settings):
     url, ports = redis_cluster
     batches = workload(time.time())
     cluster = {"redis_url": url, "redis_cluster": True, "queue_shards": SHARDS}
-    on_cluster = run(make_gateway, cluster, make_settings(families=FAMILIES, **cluster), batches)
-    single = run(make_gateway, {}, make_settings(families=FAMILIES), batches)
+    on_cluster = run(make_gateway, cluster, make_settings(families=FAMILIES, **cluster), batches, rc)
+    single = run(make_gateway, {}, make_settings(families=FAMILIES), batches, r)
     assert on_cluster.keys() == single.keys() and len(on_cluster) == 6
     for model, values in single.items():
         assert on_cluster[model].keys() == values.keys()

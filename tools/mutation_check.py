@@ -37,6 +37,7 @@ PROOF = "gateway/_wireproof.c"
 KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
 COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
 MEMO_TESTS = ["tests/holistic/test_shared_memo.py"]
+LIST_MODELS_TESTS = ["tests/gateway/test_read_bounds.py", "tests/gateway/test_list_models_pages.py"]
 JSONLINE = "clients/python/holistic_client/_jsonline.c"
 JSONLINE_TESTS = ["tests/clients/test_json_wire.py", "tests/clients/test_prediction_json.py"]
 MINUTES = "holistic/_minutes.c"
@@ -415,10 +416,19 @@ MUTANTS = [
     Mutant("registry-path-blind", "holistic/registry.py", "mtime = os.stat(entry or \".\").st_mtime_ns",
            "mtime = 0", ["tests/holistic/test_registry.py"],
            "a family installed while the gateway runs is not found until a restart"),
-    Mutant("list-models-unbounded", "gateway/profiles.py", "if count > self.settings.max_list_models:", "if False:",
-           ["tests/gateway/test_read_bounds.py"], "one ListModels reads every summary of a tenant's million models"),
-    Mutant("list-models-uncharged", "gateway/profiles.py", "cost=1 + count // LIST_MODELS_PER_BUCKET", "cost=0",
-           ["tests/gateway/test_read_bounds.py"], "a tenant's listings are not charged to its read budget"),
+    Mutant("submit-unindexed", "holistic/lua/submit.lua", "redis.call('ZADD', KEYS[6], 0, ARGV[5])", "",
+           SUBMIT_TESTS, "a new model is not in the index ListModels pages through"),
+    Mutant("cluster-unindexed", "gateway/ingest.py", "await self.r.zadd(self.keys.models_index(tenant), {public: 0})",
+           "pass", CLUSTER_TESTS, "a cluster's new models are not in the index ListModels pages through"),
+    Mutant("list-models-unbounded", "gateway/model_pages.py", "size = most if page_size == 0 else min(page_size, most)",
+           "size = page_size or most", LIST_MODELS_TESTS,
+           "a page_size past HOLISTIC_MAX_LIST_MODELS reads that many summaries in one call"),
+    Mutant("list-models-uncharged", "gateway/profiles.py", "cost=1 + min(page.size, total) // LIST_MODELS_PER_BUCKET",
+           "cost=0", LIST_MODELS_TESTS, "a tenant's listings are not charged to its read budget"),
+    Mutant("list-models-token-relisted", "gateway/profiles.py", 'b"(" + page.after', 'b"[" + page.after',
+           LIST_MODELS_TESTS, "each page starts again with the last model of the page before"),
+    Mutant("list-models-never-indexed", "gateway/profiles.py", "if indexed < count:", "if False:",
+           LIST_MODELS_TESTS, "models accepted before the index existed are never listed"),
 ]  # fmt: skip
 
 

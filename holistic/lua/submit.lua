@@ -6,12 +6,13 @@
 -- protobuf encodes BatchEnvelope's fields 100 and 101. The request's bytes go to field e as they
 -- came: joining them with anything would make Lua build and hash another string of their size.
 -- KEYS[1] ingest hash (model, batch_id)   KEYS[2] per-model sequence counter   KEYS[3] model meta hash
--- KEYS[4] the tenant's model set   KEYS[5] work stream   KEYS[6] the model's set of group keys
--- KEYS[7..] per group key, the set of its values (KEYS[6..] only when the batch carries tags)
+-- KEYS[4] the tenant's model set   KEYS[5] work stream   KEYS[6] the tenant's model index (a ZSET of the
+-- same names, all scored 0: ListModels pages through it in name order)   KEYS[7] the model's set of group
+-- keys   KEYS[8..] per group key, the set of its values (KEYS[7..] only when the batch carries tags)
 -- ARGV[1] content sha256   ARGV[2] ttl seconds   ARGV[3] accept time (ms)   ARGV[4] predictions
--- ARGV[5] the public model name, added to KEYS[4]   ARGV[6] envelope version   ARGV[7] internal model
+-- ARGV[5] the public model name, added to KEYS[4] and KEYS[6]   ARGV[6] envelope version   ARGV[7] internal model
 -- ARGV[8] families (comma separated)   ARGV[9] the request's bytes (e)   ARGV[10] the encoded header
--- without fields 100 and 101 (h)   ARGV[11] max group keys   ARGV[12] max values per key   then per KEYS[7..]: key
+-- without fields 100 and 101 (h)   ARGV[11] max group keys   ARGV[12] max values per key   then per KEYS[8..]: key
 -- name, value count, values
 -- Returns {0, seq, n, ms} queued now as a new batch; {1, seq, n, ms} a known batch_id with this content
 -- (a retry: the earlier answer; one reserved by an older gateway's first step is queued now, once);
@@ -26,16 +27,17 @@ if known[1] then
   if known[2] ~= ARGV[1] then return {2, tonumber(known[1])} end
   if known[3] ~= 'reserved' then return {1, tonumber(known[1]), tonumber(known[4]), tonumber(known[5])} end
   seq, n, ms = tonumber(known[1]), known[4], known[5]
-elseif #KEYS > 5 then
-  local over = over_cap(6, 13, tonumber(ARGV[11]), tonumber(ARGV[12]))
+elseif #KEYS > 6 then
+  local over = over_cap(7, 13, tonumber(ARGV[11]), tonumber(ARGV[12]))
   if over then return {2 + #over, over[1], over[2]} end
 end
 
 redis.call('SADD', KEYS[4], ARGV[5])
+redis.call('ZADD', KEYS[6], 0, ARGV[5])  -- every time: it also indexes a model named before the index existed
 if seq then
   redis.call('HSET', KEYS[1], 'state', 'queued')
 else
-  register_tags(6, 13)
+  register_tags(7, 13)
   seq = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'seq', seq, 'hash', ARGV[1], 'state', 'queued', 'n', n, 'ms', ms)
   redis.call('EXPIRE', KEYS[1], ARGV[2])

@@ -2,9 +2,8 @@
 
 The gateway reads statistics in tiers (minute, hour, day, 16 and 256 days), so a range of any length
 reads a bounded number of buckets; a read beyond HOLISTIC_MAX_WINDOW_BUCKETS is INVALID_ARGUMENT,
-and an unknown model is NOT_FOUND before any statistics are read. ListModels is bounded the same way:
-past HOLISTIC_MAX_LIST_MODELS it is refused before any model's summary is read, and it is charged to
-the tenant's read budget.
+and an unknown model is NOT_FOUND before any statistics are read. ListModels is charged to the
+tenant's read budget by the models of its page (its pages: test_list_models_pages.py).
 """
 
 from __future__ import annotations
@@ -128,28 +127,9 @@ def submit_to(stub, *models: str) -> None:
         stub.SubmitPredictions(es.SubmitPredictionsRequest(batch_id="b1", model=model, predictions=[prediction("a")]))
 
 
-def test_list_models_past_its_bound_is_refused_before_any_summary_is_read(make_gateway, r):
-    """A tenant with more models than HOLISTIC_MAX_LIST_MODELS gets FAILED_PRECONDITION naming the setting,
-    and no model's summary (meta hash) is read; at the bound every model is listed, each read once."""
-    gw = make_gateway(max_list_models=3)
-    with grpc.insecure_channel(gw.address) as channel:
-        stub = es_grpc.EvaluationServiceStub(channel)
-        submit_to(stub, "m0", "m1", "m2")
-        r.config_resetstat()
-        assert list_models(stub) == ["m0", "m1", "m2"]
-        assert hgetall_calls(r) == 3
-        submit_to(stub, "m3")
-        r.config_resetstat()
-        with pytest.raises(grpc.RpcError) as exc:
-            list_models(stub)
-        assert exc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-        assert "has 4 models" in exc.value.details() and "HOLISTIC_MAX_LIST_MODELS" in exc.value.details()
-        assert hgetall_calls(r) == 0
-
-
 def test_list_models_is_charged_to_the_tenants_read_budget(make_gateway):
-    """60 models cost 1 + 60 // 10 = 7 buckets: at 1 bucket a second the first listing overdraws the
-    budget (a read may, once) and the next, which would wait about 6 s (over 2 s), is refused."""
+    """A page of 60 models costs 1 + 60 // 10 = 7 buckets: at 1 bucket a second the first listing overdraws
+    the budget (a read may, once) and the next, which would wait about 6 s (over 2 s), is refused."""
     gw = make_gateway(tenant_read_buckets_per_s=1)
     with grpc.insecure_channel(gw.address) as channel:
         stub = es_grpc.EvaluationServiceStub(channel)

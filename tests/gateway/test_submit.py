@@ -217,6 +217,7 @@ def _submit_script(r, batch_id: str, digest: str = "d1", ms: int = 1_700_000_000
     """submit.lua called as the gateway calls it on one Redis (no group tags)."""
     request = es.SubmitPredictionsRequest(batch_id=batch_id, predictions=batch(3)).SerializeToString()
     keys = [KEYS.ingest("m1", batch_id), KEYS.sequence("m1"), KEYS.meta("m1"), KEYS.models(), KEYS.stream_for(0)]
+    keys.append(KEYS.models_index())
     header = BatchEnvelope(batch_id=batch_id, model="m1", families=["accuracy"]).SerializeToString()
     args = [digest, 600, ms, 3, "m1", envelope.VERSION, "m1", "accuracy", request, header]
     return [int(x) for x in Scripts(r).submit(keys=keys, args=args)], (request, header)
@@ -251,6 +252,8 @@ def test_submit_script_adds_and_counts_a_batch_once(r):
     assert _submit_script(r, "b-1", ms=5)[0] == [1, 1, 3, 1_700_000_000_123]
     assert _submit_script(r, "b-1", digest="other")[0] == [2, 1]
     assert r.xlen(stream) == 1
+    assert r.smembers(KEYS.models()) == {b"m1"}
+    assert r.zrange(KEYS.models_index(), 0, -1, withscores=True) == [(b"m1", 0)]
     meta = r.hgetall(KEYS.meta("m1"))
     assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"
     Scripts(r).ingest(keys=[KEYS.ingest("m1", "b-2"), KEYS.sequence("m1")], args=["d2", 600, 1_000, 3])

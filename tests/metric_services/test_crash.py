@@ -126,7 +126,8 @@ def test_crashes_lose_nothing_and_count_nothing_twice(make_gateway, make_setting
                 profiles = {m: client.get_profile(m) for m in MODELS}
                 counts = {m: {f.family: f.count for f in p.families} for m, p in profiles.items()}
                 dead = WorkQueue(r, Keys()).dead_letters()
-                if all(counts[m] == dict.fromkeys(FAMILIES, expected[m]) for m in MODELS) and len(dead) == len(FAMILIES):
+                drained = all(counts[m] == dict.fromkeys(FAMILIES, expected[m]) for m in MODELS)
+                if drained and len(dead) == len(FAMILIES):
                     break
                 time.sleep(0.2)
     finally:

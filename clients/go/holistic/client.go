@@ -200,12 +200,30 @@ func (c *Client) WatchProfile(ctx context.Context, model string, window Window, 
 	}
 }
 
-// ListModels lists the models the service has accepted predictions for.
+// ListModels lists the models the service has accepted predictions for, in name order: every page
+// of ListModelsPage, each at the server's maximum size. On an error it returns the pages read before it.
 func (c *Client) ListModels(ctx context.Context) ([]*pb.ModelSummary, error) {
+	var models []*pb.ModelSummary
+	token := ""
+	for {
+		page, err := c.ListModelsPage(ctx, 0, token)
+		if err != nil {
+			return models, err
+		}
+		models = append(models, page.GetModels()...)
+		if token = page.GetNextPageToken(); token == "" {
+			return models, nil
+		}
+	}
+}
+
+// ListModelsPage reads one page of at most pageSize models (0: the server's maximum, 10,000 by
+// default) after the page whose NextPageToken is pageToken ("": the first page).
+func (c *Client) ListModelsPage(ctx context.Context, pageSize int32, pageToken string) (*pb.ListModelsResponse, error) {
 	var reply *pb.ListModelsResponse
 	err := c.call(ctx, func(ctx context.Context) (err error) {
-		reply, err = c.Stub.ListModels(ctx, &pb.ListModelsRequest{})
+		reply, err = c.Stub.ListModels(ctx, &pb.ListModelsRequest{PageSize: pageSize, PageToken: pageToken})
 		return err
 	})
-	return reply.GetModels(), err
+	return reply, err
 }

@@ -264,3 +264,30 @@ func TestListModels(t *testing.T) {
 		t.Fatalf("models %v, %v", models, err)
 	}
 }
+
+func TestListModelsReadsEveryPage(t *testing.T) {
+	f := &fakeGateway{pageSize: 2}
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		f.models = append(f.models, &pb.ModelSummary{Model: name})
+	}
+	c, _ := dial(t, serve(t, f), Options{})
+	models, err := c.ListModels(context.Background())
+	var names []string
+	for _, m := range models {
+		names = append(names, m.GetModel())
+	}
+	if err != nil || strings.Join(names, ",") != "a,b,c,d,e" {
+		t.Fatalf("models %v, %v", names, err)
+	}
+	var tokens []string
+	for _, req := range f.lists {
+		tokens = append(tokens, req.GetPageToken())
+	}
+	if strings.Join(tokens, "|") != "|2|4" {
+		t.Fatalf("page tokens sent %q", tokens)
+	}
+	page, err := c.ListModelsPage(context.Background(), 2, "4")
+	if err != nil || len(page.GetModels()) != 1 || page.GetNextPageToken() != "" || page.GetTotalSize() != 5 {
+		t.Fatalf("last page %v, %v", page, err)
+	}
+}

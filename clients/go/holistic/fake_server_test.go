@@ -3,6 +3,7 @@ package holistic
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ type fakeGateway struct {
 	onGet    func(req *pb.GetProfileRequest) (*pb.GetProfileResponse, error)
 	onWatch  func(req *pb.WatchProfileRequest, stream pb.EvaluationService_WatchProfileServer) error
 	models   []*pb.ModelSummary
+	pageSize int                     // ListModels's page size; 0: one page
+	lists    []*pb.ListModelsRequest // what ListModels was asked, in order
 }
 
 func (f *fakeGateway) authorize(ctx context.Context) error {
@@ -71,11 +74,27 @@ func (f *fakeGateway) WatchProfile(req *pb.WatchProfileRequest, stream pb.Evalua
 	return f.onWatch(req, stream)
 }
 
-func (f *fakeGateway) ListModels(ctx context.Context, _ *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
+// ListModels answers pages of f.pageSize models (all of them when 0); a token is the next index.
+func (f *fakeGateway) ListModels(ctx context.Context, req *pb.ListModelsRequest) (*pb.ListModelsResponse, error) {
 	if err := f.authorize(ctx); err != nil {
 		return nil, err
 	}
-	return &pb.ListModelsResponse{Models: f.models}, nil
+	f.mu.Lock()
+	f.lists = append(f.lists, req)
+	f.mu.Unlock()
+	start := 0
+	if req.GetPageToken() != "" {
+		start, _ = strconv.Atoi(req.GetPageToken())
+	}
+	end := len(f.models)
+	if f.pageSize > 0 && start+f.pageSize < end {
+		end = start + f.pageSize
+	}
+	reply := &pb.ListModelsResponse{Models: f.models[start:end], TotalSize: int32(len(f.models))}
+	if end < len(f.models) {
+		reply.NextPageToken = strconv.Itoa(end)
+	}
+	return reply, nil
 }
 
 func (f *fakeGateway) submitted() []*pb.SubmitPredictionsRequest {

@@ -220,7 +220,21 @@ export class HolisticClient {
     }
   }
 
+  // Every model of the caller's tenant, in name order: all of listModelsPage's pages.
   async listModels() {
-    return (await this.#call("listModels", create(ListModelsRequestSchema, {}))).models;
+    const models = [];
+    let pageToken = "";
+    do {
+      const page = await this.listModelsPage({ pageToken });
+      models.push(...page.models);
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    return models;
+  }
+
+  // One page of at most pageSize models (0: the server's maximum, 10,000 by default) after the page
+  // whose nextPageToken is pageToken ("": the first page).
+  async listModelsPage({ pageSize = 0, pageToken = "" } = {}) {
+    return this.#call("listModels", create(ListModelsRequestSchema, { pageSize, pageToken }));
   }
 }

@@ -11,7 +11,8 @@ import { create, fromJson, toBinary } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../gen/google/rpc/status_pb.js";
-import { SubmitPredictionsResponseSchema } from "../gen/holistic/v1/evaluation_service_pb.js";
+import { ListModelsResponseSchema, SubmitPredictionsResponseSchema } from "../gen/holistic/v1/evaluation_service_pb.js";
+import { ModelSummarySchema } from "../gen/holistic/v1/profile_pb.js";
 import {
   contentBatchId, evaluationServiceDefinition, HolisticClient, InvalidPredictionsError, PredictionSchema, readPredictions, Task,
 } from "../src/index.js";
@@ -28,6 +29,8 @@ let server;
 let target;
 let script = [];
 const seen = [];
+const MODELS = ["a", "b", "c", "d", "e"];
+const listed = [];
 before(async () => {
   server = new grpc.Server();
   server.addService(evaluationServiceDefinition, {
@@ -36,6 +39,14 @@ before(async () => {
       const next = script.shift();
       if (next.code) callback(next);
       else callback(null, create(SubmitPredictionsResponseSchema, { batchId: call.request.batchId, acceptedCount: call.request.predictions.length }));
+    },
+    // Pages of two of MODELS; a token is the next index.
+    listModels(call, callback) {
+      listed.push(call.request.pageToken);
+      const start = Number(call.request.pageToken || 0);
+      const end = Math.min(start + 2, MODELS.length);
+      const models = MODELS.slice(start, end).map((model) => create(ModelSummarySchema, { model }));
+      callback(null, create(ListModelsResponseSchema, { models, nextPageToken: end < MODELS.length ? String(end) : "", totalSize: MODELS.length }));
     },
   });
   const port = await new Promise((resolve, reject) =>
@@ -161,4 +172,15 @@ test("JSON Lines in the canonical mapping: durations, timestamps, enums, maps, o
   assert.deepEqual(p.groups, { dialect: "aae" });
   assert.match(lines[1].error, /not a holistic.v1.Prediction/);
   assert.match(lines[2].error, /TASK_NOT_A_TASK/);
+});
+
+test("listModels reads every page, passing each page's token to the next call", async () => {
+  listed.length = 0;
+  const c = client([]);
+  const models = await c.listModels();
+  const last = await c.listModelsPage({ pageSize: 2, pageToken: "4" });
+  c.close();
+  assert.deepEqual(models.map((m) => m.model), MODELS);
+  assert.deepEqual(listed, ["", "2", "4", "4"]);
+  assert.deepEqual([last.models.map((m) => m.model), last.nextPageToken, last.totalSize], [["e"], "", 5]);
 });

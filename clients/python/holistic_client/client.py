@@ -241,8 +241,21 @@ class Client:
                 return
             raise from_rpc_error(err) from None
 
-    def list_models(self) -> list[pp.ModelSummary]:
-        return list(self._call(self.stub.ListModels, es.ListModelsRequest()).models)  # type: ignore[attr-defined]
+    def list_models(self, page_size: int = 0) -> list[pp.ModelSummary]:
+        """Every model of the caller's tenant, in name order: all of iter_models's pages."""
+        return list(self.iter_models(page_size))
+
+    def iter_models(self, page_size: int = 0) -> Iterator[pp.ModelSummary]:
+        """The models a page at a time (page_size a call; 0: the server's maximum, 10,000 by default),
+        each page asked for when the one before is used up."""
+        token = ""
+        while True:
+            request = es.ListModelsRequest(page_size=page_size, page_token=token)
+            reply = self._call(self.stub.ListModels, request)
+            yield from reply.models  # type: ignore[attr-defined]
+            token = reply.next_page_token  # type: ignore[attr-defined]
+            if not token:
+                return
 
     def perturb(
         self,

@@ -59,11 +59,19 @@ class GatewayLink:
         await self.channel.close()
 
     async def list_models(self) -> list[pp.ModelSummary]:
-        try:
-            reply = await self.stub.ListModels(es.ListModelsRequest(), timeout=self.timeout_s, metadata=self.metadata)
-        except grpc.aio.AioRpcError as err:
-            raise GatewayError(err.code(), err.details() or "") from None
-        return list(reply.models)
+        """Every model of the token's tenant: ListModels's pages, one after another."""
+        models: list[pp.ModelSummary] = []
+        token = ""
+        while True:
+            request = es.ListModelsRequest(page_token=token)
+            try:
+                reply = await self.stub.ListModels(request, timeout=self.timeout_s, metadata=self.metadata)
+            except grpc.aio.AioRpcError as err:
+                raise GatewayError(err.code(), err.details() or "") from None
+            models += reply.models
+            token = reply.next_page_token
+            if not token:
+                return models
 
     async def profile(self, model: str, window: str | tuple[float, float]) -> pp.Profile:
         request = es.GetProfileRequest(model=model)
