@@ -207,13 +207,13 @@ class ProfileReader:
         summary is read: at most HOLISTIC_MAX_LIST_MODELS, and the read takes one of the tenant's read
         slots and is charged to its read budget, LIST_MODELS_PER_BUCKET models a bucket."""
         page = page_of(page_size, page_token, self.settings.max_list_models)
-        total = await retrying(lambda: self._indexed_count(tenant))
+        total = await retrying(lambda: self.indexed_count(tenant))
         async with self.limits.read(tenant, cost=1 + min(page.size, total) // LIST_MODELS_PER_BUCKET):
             response = await retrying(lambda: self._list_models(tenant, page))
         response.total_size = total
         return response
 
-    async def _indexed_count(self, tenant: str) -> int:
+    async def indexed_count(self, tenant: str) -> int:
         """The tenant's model count, after indexing the names of its model set that its index lacks: those
         accepted by a gateway from before the index (once per tenant), or a cluster gateway that died
         between its SADD and its ZADD. Every submit writes both, and nothing removes a model."""

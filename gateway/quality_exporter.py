@@ -142,19 +142,21 @@ class QualityExporter:
         yield floor_family(self.quality.axis_floors)
 
     async def models(self) -> list[tuple[str, str]]:
-        """(tenant, model) pairs picked by HOLISTIC_QUALITY_MODELS, sorted, capped."""
-        picked: set[tuple[str, str]] = set()
-        for entry in self.quality.models:
-            tenant, sep, model = entry.rpartition(SEPARATOR)
-            tenant = tenant if sep else DEFAULT_TENANT
-            if model == "*":
-                names = await self.reader.r.smembers(self.reader.keys.models(tenant))
-                picked.update((tenant, n.decode()) for n in names)
-            else:
-                picked.add((tenant, model))
+        """(tenant, model) pairs picked by HOLISTIC_QUALITY_MODELS, sorted, capped. A tenant's "*" reads only
+        the first `cap` names of its model index (no more can be among the first `cap` pairs) and counts
+        the rest as left out; it covers that tenant's named entries."""
+        entries = [entry.rpartition(SEPARATOR) for entry in self.quality.models]
+        pairs = {(tenant if sep else DEFAULT_TENANT, model) for tenant, sep, model in entries}
+        everything = {tenant for tenant, model in pairs if model == "*"}
+        picked = {(t, m) for t, m in pairs if t not in everything}
+        cap, beyond = self.quality.max_models, 0
+        for tenant in sorted(everything):
+            total = await self.reader.indexed_count(tenant)
+            names = await self.reader.r.zrange(self.reader.keys.models_index(tenant), 0, cap - 1)
+            picked.update((tenant, n.decode()) for n in names)
+            beyond += total - len(names)
         ordered = sorted(picked)
-        cap = self.quality.max_models
-        self.left_out.set(max(len(ordered) - cap, 0))
+        self.left_out.set(max(len(ordered) - cap, 0) + beyond)
         return ordered[:cap]
 
     async def refresh(self) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from gateway.quality_exporter import load_quality_settings
 from holistic.errors import ConfigError
+from holistic.keys import Keys
 from holistic_app.up import free_address
 from tests.exporter_thread import ExporterThread
 from tests.factories import prediction
@@ -104,6 +105,23 @@ def test_picked_models_and_metrics_only(scored):
          "period": "current"}
     ]  # fmt: skip
     assert {dict(k[1])["period"] for k in got if k[0] == "holistic_quality_window_predictions"} == {"current"}
+
+
+def test_a_tenants_star_reads_only_the_first_names_of_its_index_and_covers_its_named_models(scored, r):
+    """ "*" with a cap of 1 reads alpha from the model index (not the whole set), counts beta and gamma
+    as left out, and the named entries of the same tenant add nothing (alpha is picked once; a name
+    never sent is not a model of the tenant). The index is built from the set where it is missing."""
+    gw, _ = scored
+    r.delete(Keys().models_index())  # as a gateway from before the index left it
+    quality = load_quality_settings(models=["*", "alpha", "never-sent"], max_models=1, windows=["all"])
+    exporter = ExporterThread(gw.settings, quality)
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    assert {dict(k[1])["model"] for k in got if k[0] == "holistic_quality_window_predictions"} == {"alpha"}
+    assert got[("holistic_quality_models_left_out", frozenset())] == 2
+    assert r.zcard(Keys().models_index()) == 3
 
 
 def test_the_command_serves_metrics(scored):
