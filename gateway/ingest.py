@@ -181,6 +181,7 @@ class Ingestor:
             batch_id=incoming.batch_id, model=model, families=families, traceparent=traceparent, tenant=tenant
         )
         if self.settings.redis_cluster:
+            await self._check_model_cap(tenant, public, self.keys.ingest(model, incoming.batch_id))
             await self._register_groups(model, incoming, digest)  # only a new batch's tags count against the caps
             return await self._steps(incoming, model, public, tenant, digest, header)
         s, keys = self.settings, self.keys
@@ -192,17 +193,20 @@ class Ingestor:
         ]
         base_args: list[Any] = [digest, s.idempotency_ttl_s, int(incoming.now * 1000), incoming.count, public]
         base_args += [envelope.VERSION, model, ",".join(families), incoming.raw, header.SerializeToString()]
+        base_args.append(s.tenant_max_models)
         exact = incoming.proof is None
         while True:
             tags = self._tags(incoming, exact)
             tag_keys, tag_args = self._tag_keys_args(model, tags) if tags else ([], [])
             reply, state = await self._run_submit(base_keys + tag_keys, base_args + tag_args)
             verdict = int(reply[0])
-            if verdict < 3 or exact:
+            if verdict < 3 or verdict == 5 or exact:
                 break
-            exact = True  # nothing was written (a cap): name the field as the walk would
+            exact = True  # nothing was written (a group cap): name the field as the walk would
         if verdict == 2:
             raise _reused(batch_id, int(reply[1]))
+        if verdict == 5:
+            raise self._too_many_models(tenant, public, int(reply[1]))
         if verdict >= 3:
             raise self._over_cap(model, tags, reply[1], reply[2] if verdict == 4 else None)
         _, seq, count, accept_ms = (int(x) for x in reply)
@@ -337,6 +341,24 @@ class Ingestor:
         if not exact:  # nothing was registered (the script is all or nothing): name it as the walk would
             return await self._register_groups(model, incoming, digest, exact=True)
         raise self._over_cap(model, tags, reply[1], reply[2] if verdict == 2 else None)
+
+    async def _check_model_cap(self, tenant: str, public: str, ingest_key: str) -> None:
+        """A cluster's model cap, before any step writes: the tenant's set and the batch's keys live in
+        other slots, so unlike submit.lua this check is not atomic with the SADD, and gateways racing
+        to add new models may pass the cap by as many as race. A known batch_id is never refused."""
+        pipe = self.r.pipeline(transaction=False)
+        pipe.scard(self.keys.models(tenant))
+        pipe.sismember(self.keys.models(tenant), public)
+        pipe.exists(ingest_key)
+        count, member, known = await pipe.execute()
+        if int(count) >= self.settings.tenant_max_models and not member and not known:
+            raise self._too_many_models(tenant, public, int(count))
+
+    def _too_many_models(self, tenant: str, public: str, count: int) -> InvalidArgument:
+        cap = self.settings.tenant_max_models
+        why = f"{public!r} would be model number {count + 1} of tenant {tenant!r}; at most {cap} "
+        why += "(HOLISTIC_TENANT_MAX_MODELS): send to a model the tenant has, or ask for a higher cap"
+        return InvalidArgument([FieldViolation("model", why)])
 
     def _over_cap(self, model: str, tags: Tags, raw_key: bytes | str, raw_value: bytes | str | None) -> InvalidArgument:
         """The refusal of a batch whose group key (value None) or value would pass its cap."""

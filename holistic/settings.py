@@ -161,6 +161,9 @@ class Settings(BaseSettings):
         default=2 * 86_400, ge=3600, description="Per-instance state (perturbation joins) lives TTL to TTL + 1 day."
     )
     instance_cap: int = Field(default=1_000_000, ge=1, description="Live instances per model and family.")
+    tenant_max_models: int = Field(
+        default=100_000, ge=1, description="Distinct models per tenant (ingest): each keeps its own statistics."
+    )
     max_group_keys: int = Field(default=16, ge=1, description="Distinct `groups` keys per model (ingest).")
     max_group_values: int = Field(default=64, ge=1, description="Distinct values per `groups` key per model.")
 

@@ -25,7 +25,11 @@ from holistic_app.cli import main
 from metric_services.runner import Worker
 from tests.conftest import drain
 from tests.factories import prediction
-from tests.gateway.test_request_bounds import refused_batches_register_no_group_tags
+from tests.gateway.test_request_bounds import (
+    TENANTS,
+    models_past_the_cap_are_refused,
+    refused_batches_register_no_group_tags,
+)
 from tests.metric_services.test_property_batching import flatten
 
 pytestmark = pytest.mark.slow
@@ -183,6 +187,14 @@ def test_dead_letters_replay_and_trim_per_shard(rc, redis_cluster, make_gateway,
     assert trimmed >= 4 and all(rc.xlen(Keys().stream_for(n)) == 0 for n in range(SHARDS))
     with gw.client() as c:
         assert {c.get_profile(f"m{m}").counts.window_predictions for m in range(4)} == {2}
+
+
+def test_a_tenants_models_past_its_cap_are_refused_on_a_cluster(rc, redis_cluster, make_gateway):
+    """A cluster checks the cap before its steps (not atomically: see gateway/ingest.py); one at a time,
+    the same answers as one Redis."""
+    url, _ = redis_cluster
+    gw = make_gateway(redis_url=url, redis_cluster=True, queue_shards=SHARDS, tenant_max_models=2, tokens=TENANTS)
+    models_past_the_cap_are_refused(gw, rc)
 
 
 def test_group_tags_of_refused_and_retried_batches_on_a_cluster(redis_cluster, make_gateway):

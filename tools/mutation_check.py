@@ -37,6 +37,7 @@ PROOF = "gateway/_wireproof.c"
 KILL_TEST = "tests/metric_services/test_kill_while_behind.py"
 COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
 MEMO_TESTS = ["tests/holistic/test_shared_memo.py"]
+MODEL_CAP_TESTS = ["tests/gateway/test_request_bounds.py"]
 LIST_MODELS_TESTS = ["tests/gateway/test_read_bounds.py", "tests/gateway/test_list_models_pages.py"]
 JSONLINE = "clients/python/holistic_client/_jsonline.c"
 JSONLINE_TESTS = ["tests/clients/test_json_wire.py", "tests/clients/test_prediction_json.py"]
@@ -420,6 +421,14 @@ MUTANTS = [
            SUBMIT_TESTS, "a new model is not in the index ListModels pages through"),
     Mutant("cluster-unindexed", "gateway/ingest.py", "await self.r.zadd(self.keys.models_index(tenant), {public: 0})",
            "pass", CLUSTER_TESTS, "a cluster's new models are not in the index ListModels pages through"),
+    Mutant("model-cap-ignored", "holistic/lua/submit.lua", "if models >= tonumber(ARGV[11]) and", "if false and",
+           MODEL_CAP_TESTS, "a tenant creates models without end, each with its own statistics"),
+    Mutant("model-cap-refuses-its-own", "holistic/lua/submit.lua",
+           " and redis.call('SISMEMBER', KEYS[4], ARGV[5]) == 0 then return {5", " then return {5",
+           MODEL_CAP_TESTS, "a tenant at its cap cannot send to the models it has"),
+    Mutant("cluster-model-cap-ignored", "gateway/ingest.py",
+           "if int(count) >= self.settings.tenant_max_models and not member and not known:", "if False:",
+           CLUSTER_TESTS, "a cluster's tenant creates models without end"),
     Mutant("list-models-unbounded", "gateway/model_pages.py", "size = most if page_size == 0 else min(page_size, most)",
            "size = page_size or most", LIST_MODELS_TESTS,
            "a page_size past HOLISTIC_MAX_LIST_MODELS reads that many summaries in one call"),

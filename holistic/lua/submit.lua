@@ -12,12 +12,13 @@
 -- ARGV[1] content sha256   ARGV[2] ttl seconds   ARGV[3] accept time (ms)   ARGV[4] predictions
 -- ARGV[5] the public model name, added to KEYS[4] and KEYS[6]   ARGV[6] envelope version   ARGV[7] internal model
 -- ARGV[8] families (comma separated)   ARGV[9] the request's bytes (e)   ARGV[10] the encoded header
--- without fields 100 and 101 (h)   ARGV[11] max group keys   ARGV[12] max values per key   then per KEYS[8..]: key
--- name, value count, values
+-- without fields 100 and 101 (h)   ARGV[11] the most models the tenant may have (HOLISTIC_TENANT_MAX_MODELS)
+-- ARGV[12] max group keys   ARGV[13] max values per key   then per KEYS[8..]: key name, value count, values
 -- Returns {0, seq, n, ms} queued now as a new batch; {1, seq, n, ms} a known batch_id with this content
 -- (a retry: the earlier answer; one reserved by an older gateway's first step is queued now, once);
 -- {2, seq} a known batch_id with other content; {3, key} key would pass the key cap; {4, key, value}
--- value would pass its key's value cap (3 and 4 write nothing).
+-- value would pass its key's value cap; {5, count} a new model would pass the tenant's model cap (3, 4
+-- and 5 write nothing; a known batch_id is never refused by a cap: it was accepted under them).
 -- No allow-oom: at maxmemory the first write (SADD) is refused and nothing is written (backpressure).
 -- over_cap and register_tags: group_caps.lua; count_accepted: accepted.lua (holistic/scripts.py puts
 -- both before this script).
@@ -27,9 +28,13 @@ if known[1] then
   if known[2] ~= ARGV[1] then return {2, tonumber(known[1])} end
   if known[3] ~= 'reserved' then return {1, tonumber(known[1]), tonumber(known[4]), tonumber(known[5])} end
   seq, n, ms = tonumber(known[1]), known[4], known[5]
-elseif #KEYS > 6 then
-  local over = over_cap(7, 13, tonumber(ARGV[11]), tonumber(ARGV[12]))
-  if over then return {2 + #over, over[1], over[2]} end
+else
+  local models = redis.call('SCARD', KEYS[4])
+  if models >= tonumber(ARGV[11]) and redis.call('SISMEMBER', KEYS[4], ARGV[5]) == 0 then return {5, models} end
+  if #KEYS > 6 then
+    local over = over_cap(7, 14, tonumber(ARGV[12]), tonumber(ARGV[13]))
+    if over then return {2 + #over, over[1], over[2]} end
+  end
 end
 
 redis.call('SADD', KEYS[4], ARGV[5])
@@ -37,7 +42,7 @@ redis.call('ZADD', KEYS[6], 0, ARGV[5])  -- every time: it also indexes a model 
 if seq then
   redis.call('HSET', KEYS[1], 'state', 'queued')
 else
-  register_tags(7, 13)
+  register_tags(7, 14)
   seq = redis.call('INCR', KEYS[2])
   redis.call('HSET', KEYS[1], 'seq', seq, 'hash', ARGV[1], 'state', 'queued', 'n', n, 'ms', ms)
   redis.call('EXPIRE', KEYS[1], ARGV[2])

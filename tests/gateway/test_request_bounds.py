@@ -8,8 +8,10 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from holistic.tenants import hash_token
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
+from holistic_client import InvalidPredictions
 from tests.factories import prediction
 
 
@@ -135,3 +137,32 @@ def refused_batches_register_no_group_tags(gw) -> None:
         with pytest.raises(grpc.RpcError) as exc:  # the fourth value is over the cap
             stub.SubmitPredictions(es.SubmitPredictionsRequest(batch_id="b3", model="m", predictions=[tagged("v3")]))
         assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_tenants_models_past_its_cap_are_refused_naming_the_model(make_gateway, r):
+    models_past_the_cap_are_refused(make_gateway(tenant_max_models=2, tokens=TENANTS), r)
+
+
+TENANTS = f"team-a:sha256:{hash_token('token-a')},team-b:sha256:{hash_token('token-b')}"
+
+
+def models_past_the_cap_are_refused(gw, r) -> None:
+    """A cap of 2 models a tenant: a third model is INVALID_ARGUMENT naming `model` and writes nothing; a
+    retry of an accepted batch and new batches of the tenant's models pass; another tenant has its own
+    2. Also run on a Redis Cluster (tests/test_cluster.py)."""
+    with gw.client("token-a") as a, gw.client("token-b") as b:
+        a.submit([prediction("p")], batch_id="b1", model="m1")
+        a.submit([prediction("p")], batch_id="b1", model="m2")
+        keys_before = sorted(r.keys("*"))
+        with pytest.raises(InvalidPredictions) as exc:
+            a.submit([prediction("p")], batch_id="b1", model="m3")
+        assert exc.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        why = dict(exc.value.violations)["model"]
+        assert "'m3' would be model number 3 of tenant 'team-a'" in why and "HOLISTIC_TENANT_MAX_MODELS" in why
+        assert sorted(r.keys("*")) == keys_before  # nothing written: no sequence, no meta, not listed
+        assert a.submit([prediction("p")], batch_id="b1", model="m2").duplicate  # a retry
+        assert not a.submit([prediction("q")], batch_id="b2", model="m1").duplicate  # a model it has
+        b.submit([prediction("p")], batch_id="b1", model="m3")  # team-b's own two
+        b.submit([prediction("p")], batch_id="b1", model="m4")
+        assert [m.model for m in a.list_models()] == ["m1", "m2"]
+        assert [m.model for m in b.list_models()] == ["m3", "m4"]

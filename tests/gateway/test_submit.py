@@ -219,7 +219,7 @@ def _submit_script(r, batch_id: str, digest: str = "d1", ms: int = 1_700_000_000
     keys = [KEYS.ingest("m1", batch_id), KEYS.sequence("m1"), KEYS.meta("m1"), KEYS.models(), KEYS.stream_for(0)]
     keys.append(KEYS.models_index())
     header = BatchEnvelope(batch_id=batch_id, model="m1", families=["accuracy"]).SerializeToString()
-    args = [digest, 600, ms, 3, "m1", envelope.VERSION, "m1", "accuracy", request, header]
+    args = [digest, 600, ms, 3, "m1", envelope.VERSION, "m1", "accuracy", request, header, 100_000]
     return [int(x) for x in Scripts(r).submit(keys=keys, args=args)], (request, header)
 
 
