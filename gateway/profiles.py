@@ -140,6 +140,7 @@ class ProfileReader:
         self.deployment = deployment or Deployment(r, self.keys, settings.queue_shards)
         self.families = families
         self.folds = folds
+        self._indexing: dict[str, asyncio.Lock] = {}  # per tenant: one indexing of its models at a time
         self.limits = limits or ReadLimits(
             settings.tenant_concurrent_reads,
             settings.tenant_max_watches,
@@ -207,29 +208,44 @@ class ProfileReader:
         summary is read: at most HOLISTIC_MAX_LIST_MODELS, and the read takes one of the tenant's read
         slots and is charged to its read budget, LIST_MODELS_PER_BUCKET models a bucket."""
         page = page_of(page_size, page_token, self.settings.max_list_models)
-        total = await retrying(lambda: self.indexed_count(tenant))
+        indexed, total = await retrying(lambda: self._counts(tenant))
         async with self.limits.read(tenant, cost=1 + min(page.size, total) // LIST_MODELS_PER_BUCKET):
+            if indexed < total:
+                await retrying(lambda: self._index(tenant))
             response = await retrying(lambda: self._list_models(tenant, page))
         response.total_size = total
         return response
 
     async def indexed_count(self, tenant: str) -> int:
-        """The tenant's model count, after indexing the names of its model set that its index lacks: those
-        accepted by a gateway from before the index (once per tenant), or a cluster gateway that died
-        between its SADD and its ZADD. Every submit writes both, and nothing removes a model."""
-        index, names = self.keys.models_index(tenant), self.keys.models(tenant)
+        """The tenant's model count, its model index complete (see _index)."""
+        indexed, total = await self._counts(tenant)
+        if indexed < total:
+            await self._index(tenant)
+        return total
+
+    async def _counts(self, tenant: str) -> tuple[int, int]:
+        """Names in the tenant's model index, and in its model set (both O(1))."""
         pipe = self.r.pipeline(transaction=False)
-        pipe.zcard(index)
-        pipe.scard(names)
-        indexed, count = (int(x) for x in await pipe.execute())
-        if indexed < count:
-            cursor = None
+        pipe.zcard(self.keys.models_index(tenant))
+        pipe.scard(self.keys.models(tenant))
+        indexed, total = await pipe.execute()
+        return int(indexed), int(total)
+
+    async def _index(self, tenant: str) -> None:
+        """Add to the tenant's model index the names of its model set that it lacks: those accepted by
+        gateways from before the index (once per tenant), or by a cluster gateway that died between its
+        SADD and its ZADD. Every submit writes both, and nothing removes a model. One indexing a tenant
+        at a time in this process; a second caller finds it done."""
+        async with self._indexing.setdefault(tenant, asyncio.Lock()):
+            indexed, total = await self._counts(tenant)
+            if indexed >= total:
+                return
+            index, names, cursor = self.keys.models_index(tenant), self.keys.models(tenant), None
             while cursor != 0:
                 cursor, chunk = await self.r.sscan(names, cursor or 0, count=INDEX_CHUNK)  # type: ignore[misc]
                 if chunk:
                     await self.r.zadd(index, dict.fromkeys(chunk, 0))
-            log.info("indexed the %d models of tenant %r for ListModels's pages", count, tenant)
-        return max(indexed, count)
+            log.info("indexed the %d models of tenant %r for ListModels's pages", total, tenant)
 
     async def _list_models(self, tenant: str, page: Page) -> es.ListModelsResponse:
         start = b"-" if page.after is None else b"(" + page.after

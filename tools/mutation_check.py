@@ -436,7 +436,7 @@ MUTANTS = [
            "cost=0", LIST_MODELS_TESTS, "a tenant's listings are not charged to its read budget"),
     Mutant("list-models-token-relisted", "gateway/profiles.py", 'b"(" + page.after', 'b"[" + page.after',
            LIST_MODELS_TESTS, "each page starts again with the last model of the page before"),
-    Mutant("list-models-never-indexed", "gateway/profiles.py", "if indexed < count:", "if False:",
+    Mutant("list-models-never-indexed", "gateway/profiles.py", "if indexed >= total:", "if True:",
            LIST_MODELS_TESTS, "models accepted before the index existed are never listed"),
 ]  # fmt: skip
 
