@@ -18,6 +18,7 @@ from holistic.settings import Settings
 from holistic.tenants import TokenStore, internal_model
 
 log = logging.getLogger("holistic.gateway")
+MEASURE_CHUNK = 256  # models a round trip when measuring a tenant's backlog
 
 
 class Quotas:
@@ -64,20 +65,25 @@ class Quotas:
         """Per tenant with a share below 1: accepted batches minus those every family applied."""
         families = await self.deployment.families()
         tenants = [t for t in self.tokens.tenants() if self.settings.backlog_share_for(t) < 1.0]
+        step = 1 + len(families)
         for tenant in tenants:
-            models = [m.decode() for m in await self.r.smembers(self.keys.models(tenant))]
-            pipe = self.r.pipeline(transaction=False)
-            for m in models:
-                internal = internal_model(tenant, m)
-                pipe.hget(self.keys.meta(internal), "accepted_batches")
-                for f in families:
-                    pipe.bitcount(self.keys.done(internal, f))
-            replies = await pipe.execute()
-            held, step = 0, 1 + len(families)
-            for i in range(len(models)):
-                accepted = int(replies[i * step] or 0)
-                applied = min(replies[i * step + 1 : (i + 1) * step], default=accepted)
-                held += max(0, accepted - applied)
+            held, cursor = 0, None
+            seen: set[bytes] = set()
+            while cursor != 0:  # MEASURE_CHUNK models a round trip: short turns for Redis, whatever the count
+                cursor, found = await self.r.sscan(self.keys.models(tenant), cursor or 0, count=MEASURE_CHUNK)  # type: ignore[misc]
+                names = [m for m in found if m not in seen]  # SSCAN may return a name twice (a rehash)
+                seen.update(names)
+                pipe = self.r.pipeline(transaction=False)
+                for m in names:
+                    internal = internal_model(tenant, m.decode())
+                    pipe.hget(self.keys.meta(internal), "accepted_batches")
+                    for f in families:
+                        pipe.bitcount(self.keys.done(internal, f))
+                replies = await pipe.execute() if names else []
+                for i in range(len(names)):
+                    accepted = int(replies[i * step] or 0)
+                    applied = min(replies[i * step + 1 : (i + 1) * step], default=accepted)
+                    held += max(0, accepted - applied)
             self.backlog[tenant] = held
 
     async def start(self) -> None:

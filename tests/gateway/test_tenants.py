@@ -134,3 +134,17 @@ def test_backlog_share_per_tenant(make_gateway, make_worker):
         gw.call(gw.gateway.quotas.measure)
         assert gw.gateway.quotas.backlog == {"team-a": 0}
         assert a.submit([prediction("x")], batch_id="a3", model="m").sequence == 2
+
+
+def test_backlog_share_counts_each_model_once_in_chunks(make_gateway, monkeypatch, r):
+    """150 models (a set past Redis's small encoding, so SSCAN walks it in chunks of about 10): the
+    measured backlog is exactly one batch a model."""
+    monkeypatch.setattr("gateway.quota.MEASURE_CHUNK", 10)
+    gw = make_gateway(tokens=ENTRIES, backlog_max_batches=1000, tenant_quotas='{"team-a": {"backlog_share": 0.5}}')
+    with gw.client(A, max_attempts=1) as a:
+        for i in range(150):
+            a.submit(batch(1), batch_id="b1", model=f"m{i:03}")
+        r.config_resetstat()
+        gw.call(gw.gateway.quotas.measure)
+        assert gw.gateway.quotas.backlog == {"team-a": 150}
+        assert int(r.info("commandstats")["cmdstat_sscan"]["calls"]) >= 5
