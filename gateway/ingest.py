@@ -187,10 +187,8 @@ class Ingestor:
         s, keys = self.settings, self.keys
         batch_id = incoming.batch_id
         stream = keys.stream_for(shard_of(model, s.queue_shards))
-        base_keys = [
-            *(keys.ingest(model, batch_id), keys.sequence(model), keys.meta(model), keys.models(tenant), stream),
-            keys.models_index(tenant),
-        ]
+        base_keys = [keys.ingest(model, batch_id), keys.sequence(model), keys.meta(model), keys.models(tenant), stream]
+        base_keys.append(keys.models_index(tenant))
         base_args: list[Any] = [digest, s.idempotency_ttl_s, int(incoming.now * 1000), incoming.count, public]
         base_args += [envelope.VERSION, model, ",".join(families), incoming.raw, header.SerializeToString()]
         base_args.append(s.tenant_max_models)

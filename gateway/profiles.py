@@ -20,7 +20,7 @@ from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
 from holistic.families import Family
 from holistic.keys import Keys
-from holistic.redis_conn import RETRYABLE
+from holistic.redis_conn import RETRYABLE, set_chunks
 from holistic.settings import Settings
 from holistic.stats import Folded
 from holistic.tenants import DEFAULT_TENANT, internal_model
@@ -216,12 +216,14 @@ class ProfileReader:
         response.total_size = total
         return response
 
-    async def indexed_count(self, tenant: str) -> int:
-        """The tenant's model count, its model index complete (see _index)."""
+    async def first_models(self, tenant: str, n: int) -> tuple[list[str], int]:
+        """The first `n` names of the tenant's models in name order, and how many it has (the quality
+        exporter's "*"): not charged to the tenant, as no caller of the tenant asked for it."""
         indexed, total = await self._counts(tenant)
         if indexed < total:
             await self._index(tenant)
-        return total
+        names = await self.r.zrange(self.keys.models_index(tenant), 0, n - 1)
+        return [name.decode() for name in names], total
 
     async def _counts(self, tenant: str) -> tuple[int, int]:
         """Names in the tenant's model index, and in its model set (both O(1))."""
@@ -240,11 +242,8 @@ class ProfileReader:
             indexed, total = await self._counts(tenant)
             if indexed >= total:
                 return
-            index, names, cursor = self.keys.models_index(tenant), self.keys.models(tenant), None
-            while cursor != 0:
-                cursor, chunk = await self.r.sscan(names, cursor or 0, count=INDEX_CHUNK)  # type: ignore[misc]
-                if chunk:
-                    await self.r.zadd(index, dict.fromkeys(chunk, 0))
+            async for chunk in set_chunks(self.r, self.keys.models(tenant), INDEX_CHUNK):
+                await self.r.zadd(self.keys.models_index(tenant), dict.fromkeys(chunk, 0))
             log.info("indexed the %d models of tenant %r for ListModels's pages", total, tenant)
 
     async def _list_models(self, tenant: str, page: Page) -> es.ListModelsResponse:

@@ -151,9 +151,8 @@ class QualityExporter:
         picked = {(t, m) for t, m in pairs if t not in everything}
         cap, beyond = self.quality.max_models, 0
         for tenant in sorted(everything):
-            total = await self.reader.indexed_count(tenant)
-            names = await self.reader.r.zrange(self.reader.keys.models_index(tenant), 0, cap - 1)
-            picked.update((tenant, n.decode()) for n in names)
+            names, total = await self.reader.first_models(tenant, cap)
+            picked.update((tenant, name) for name in names)
             beyond += total - len(names)
         ordered = sorted(picked)
         self.left_out.set(max(len(ordered) - cap, 0) + beyond)

@@ -13,6 +13,7 @@ from gateway.deployment import Deployment
 from gateway.poller import Poller
 from holistic.errors import Backpressure
 from holistic.keys import Keys
+from holistic.redis_conn import set_chunks
 from holistic.scripts import Scripts
 from holistic.settings import Settings
 from holistic.tenants import TokenStore, internal_model
@@ -67,19 +68,15 @@ class Quotas:
         tenants = [t for t in self.tokens.tenants() if self.settings.backlog_share_for(t) < 1.0]
         step = 1 + len(families)
         for tenant in tenants:
-            held, cursor = 0, None
-            seen: set[bytes] = set()
-            while cursor != 0:  # MEASURE_CHUNK models a round trip: short turns for Redis, whatever the count
-                cursor, found = await self.r.sscan(self.keys.models(tenant), cursor or 0, count=MEASURE_CHUNK)  # type: ignore[misc]
-                names = [m for m in found if m not in seen]  # SSCAN may return a name twice (a rehash)
-                seen.update(names)
+            held = 0
+            async for names in set_chunks(self.r, self.keys.models(tenant), MEASURE_CHUNK):
                 pipe = self.r.pipeline(transaction=False)
                 for m in names:
                     internal = internal_model(tenant, m.decode())
                     pipe.hget(self.keys.meta(internal), "accepted_batches")
                     for f in families:
                         pipe.bitcount(self.keys.done(internal, f))
-                replies = await pipe.execute() if names else []
+                replies = await pipe.execute()
                 for i in range(len(names)):
                     accepted = int(replies[i * step] or 0)
                     applied = min(replies[i * step + 1 : (i + 1) * step], default=accepted)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import hiredis
@@ -119,3 +120,17 @@ async def pipelined(c: aioredis.Redis, *commands: tuple[Any, ...]) -> list[Any]:
         except redis.exceptions.ResponseError as exc:
             replies.append(exc)
     return replies
+
+
+async def set_chunks(r: aioredis.Redis, key: str, count: int) -> AsyncIterator[list[bytes]]:
+    """A set's members about `count` a round trip (SSCAN), each once: a large set is never read or
+    answered whole, so Redis and the caller both take short turns. SSCAN may return a member twice
+    (the set rehashed meanwhile); those are dropped here."""
+    seen: set[bytes] = set()
+    cursor = None
+    while cursor != 0:
+        cursor, found = await r.sscan(key, cursor or 0, count=count)  # type: ignore[misc]
+        chunk = [m for m in found if m not in seen]
+        seen.update(chunk)
+        if chunk:
+            yield chunk
