@@ -3,7 +3,7 @@
     python -m holistic.classifiers.convert_profanity [OUT_DIR]     (default: the bundled directory)
 
 Build/test only (the `export` extra: scikit-learn==1.9.1, alt-profanity-check==1.9.1, skl2onnx, onnx).
-Two skl2onnx defaults are wrong here and are overridden (shared/reference/models.md §1):
+Two skl2onnx defaults are wrong here and are overridden (measured on this project's machines):
 - its tokenizer regex becomes ASCII-only `[a-zA-Z0-9_]+`, which splits words at any non-ASCII letter
   (23 of 2,000 adversarial strings flipped label): we pass the Unicode class `[\\p{L}\\p{N}_]+`;
 - its StringNormalizer locale `en_US.UTF-8` does not exist on slim Debian and session creation fails:

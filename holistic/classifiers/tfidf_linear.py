@@ -4,7 +4,7 @@ The ONNX file (skl2onnx's TF-IDF -> L2 -> 5 LinearSVC -> Platt sigmoids -> mean)
 contract. The worker runs `NumpyTfidfLinear`, which reads the vocabulary, idf, coefficients and Platt
 constants out of that same graph and computes exactly what scikit-learn computes (its token pattern,
 Python's lowercasing): onnxruntime's string kernels (StringNormalizer, Tokenizer, TfIdfVectorizer)
-are ~3x slower than scikit-learn at batch 256 (shared/reference/models.md §1), numpy is faster than
+are ~3x slower than scikit-learn at batch 256 (measured here), numpy is faster than
 both. `OrtTfidfLinear` runs the graph itself; tests hold both within 1e-5 of scikit-learn.
 """
 

@@ -1,8 +1,8 @@
 """Random-weight Detoxify checkpoints built offline: a vocabulary trained here, a config, a state_dict.
 
 Real Detoxify weights come from GitHub releases, which nothing here may download; the architecture,
-checkpoint format and tokenizer files are what matter for the export path, and these reproduce them
-(shared/reference/models.md §2). Used by the tests (tiny) and benchmarks/toxicity_models.py (bert-base).
+checkpoint format and tokenizer files are what matter for the export path, and these reproduce them.
+Used by the tests (tiny) and benchmarks/toxicity_models.py (bert-base).
 """
 
 from __future__ import annotations
