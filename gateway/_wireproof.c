@@ -9,17 +9,17 @@
  * canonical: raw is byte for byte what SerializeToString(deterministic=True) of its parse gives, so
  * its sha256 is the content digest without re-serializing. pairs: the distinct group (key, value)
  * pairs as (key, value, index of the first prediction carrying it), in order of first appearance.
+ *
+ * The rules' fixed limits and character classes are not in this file: gateway/request_rules.py holds them
+ * and gateway/wire_proof.py passes them to configure() when it loads the module; prove() refuses to run
+ * before that.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_ID_CHARS 256
-#define MIN_PRODUCED_AT_S 946684800LL
-#define MAX_DURATION_S 86400LL
-#define PROBABILITY_SUM_TOLERANCE 1e-4
-#define MAX_CHOICES 64   /* more: the walk */
+#define MAX_CHOICES 64   /* more: the walk (a buffer size, not a rule) */
 #define MAX_ENTRIES 256  /* map entries of one prediction, more: the walk */
 
 typedef struct {
@@ -134,27 +134,33 @@ static int too_many_chars(Span s, Py_ssize_t most) {
     return n > most;
 }
 
+/* request_rules.RULES, set once by configure(). */
+static struct {
+    int ready;
+    Py_ssize_t name_chars, tag_chars, batch_id_chars, id_chars, metadata_key_chars, metadata_value_chars;
+    long long min_produced_at_s, max_duration_s;
+    double probability_sum_tolerance;
+    uint8_t name_char[256];     /* a name's characters after the first (the first: a letter or digit) */
+    uint8_t batch_id_char[256];
+} R;
+
 static int alnum(uint8_t c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-static int name_char(uint8_t c) {
-    return alnum(c) || c == '.' || c == '_' || c == ':' || c == '/' || c == '@' || c == '+' || c == '-';
-}
-
-/* validation.NAME_RE (most 128) and TAG_RE (most 64): [A-Za-z0-9][A-Za-z0-9._:/@+-]{0,most-1} */
+/* request_rules.NAME_RE (most: name_chars) and TAG_RE (most: tag_chars) */
 static int is_name(Span s, Py_ssize_t most) {
     if (s.n < 1 || s.n > most || !alnum(s.p[0])) return 0;
     for (Py_ssize_t i = 1; i < s.n; i++)
-        if (!name_char(s.p[i])) return 0;
+        if (!R.name_char[s.p[i]]) return 0;
     return 1;
 }
 
-/* validation.BATCH_ID_RE: [A-Za-z0-9._:/@+=-]{1,128} */
+/* request_rules.BATCH_ID_RE */
 static int is_batch_id(Span s) {
-    if (s.n < 1 || s.n > 128) return 0;
+    if (s.n < 1 || s.n > R.batch_id_chars) return 0;
     for (Py_ssize_t i = 0; i < s.n; i++)
-        if (!name_char(s.p[i]) && s.p[i] != '=') return 0;
+        if (!R.batch_id_char[s.p[i]]) return 0;
     return 1;
 }
 
@@ -258,9 +264,9 @@ static int timing_ok(Reader r) {
             if (wire != 0 || !varint(&r, &v) || v > 0xFFFFFFFFULL) return 0;
         }
     }
-    if (ls < 0 || ln < 0 || ln >= 1000000000 || ls >= MAX_DURATION_S) return 0;
+    if (ls < 0 || ln < 0 || ln >= 1000000000 || ls >= R.max_duration_s) return 0;
     if (fs || fn) {
-        if (fs < 0 || fn < 0 || fn >= 1000000000 || fs >= MAX_DURATION_S) return 0;
+        if (fs < 0 || fn < 0 || fn >= 1000000000 || fs >= R.max_duration_s) return 0;
         if ((fs > ls || (fs == ls && fn > ln)) && has_latency) return 0;
     }
     return r.canonical ? 1 : 2;
@@ -308,7 +314,7 @@ static size_t pair_slot(const Batch *b, Span key, Span value) {
 /* A group (key, value) of prediction `index`: each distinct pair checked once. 0: cannot prove. */
 static int add_pair(Batch *b, Span key, Span value, Py_ssize_t index) {
     if (b->pair_slots != NULL && b->pair_slots[pair_slot(b, key, value)]) return 1;
-    if (!is_name(key, 64) || !is_name(value, 64)) return 0;
+    if (!is_name(key, R.tag_chars) || !is_name(value, R.tag_chars)) return 0;
     if (b->n_pairs == b->cap_pairs) { /* grow the pairs and their table (a quarter full at most) together */
         Py_ssize_t cap = b->cap_pairs ? b->cap_pairs * 2 : 16;
         Pair *grown = PyMem_RawRealloc(b->pairs, cap * sizeof(Pair));
@@ -375,8 +381,8 @@ static int perturbation(Reader r, Span *original) {
             if (wire != 2 || !bytes_field(&r, number == 1 ? &name : original)) return 0;
         }
     }
-    if (!is_name(name, 64) || (family != 1 && family != 2)) return 0;
-    if (original->n == 0 || !utf8(*original) || too_many_chars(*original, MAX_ID_CHARS)) return 0;
+    if (!is_name(name, R.tag_chars) || (family != 1 && family != 2)) return 0;
+    if (original->n == 0 || !utf8(*original) || too_many_chars(*original, R.id_chars)) return 0;
     return r.canonical ? 1 : 2;
 }
 
@@ -407,7 +413,7 @@ static int document(Reader r, Span *id, int *has_score, int *has_output, int *ha
             }
         }
     }
-    if (id->n == 0 || !utf8(*id) || too_many_chars(*id, MAX_ID_CHARS)) return 0;
+    if (id->n == 0 || !utf8(*id) || too_many_chars(*id, R.id_chars)) return 0;
     return r.canonical ? 1 : 2;
 }
 
@@ -517,14 +523,14 @@ static int prediction(Batch *b, Reader r, Py_ssize_t index) {
         if (wire != 2 || !bytes_field(&r, &s)) return 0;
         switch (number) {
             case 1:
-                if (s.n == 0 || !utf8(s) || too_many_chars(s, MAX_ID_CHARS)) return 0;
+                if (s.n == 0 || !utf8(s) || too_many_chars(s, R.id_chars)) return 0;
                 id = s;
                 break;
             case 2:
                 if (s.n == 0) {
                     r.canonical = 0;
                 } else if (b->model.p == NULL) {
-                    if (!is_name(s, 128)) return 0;
+                    if (!is_name(s, R.name_chars)) return 0;
                     b->model = s;
                 } else if (!same(s, b->model)) {
                     return 0;
@@ -534,7 +540,7 @@ static int prediction(Batch *b, Reader r, Py_ssize_t index) {
                 has_scenario = 1;
                 if (s.n == 0) return 0;
                 if (!same(s, b->scenario)) {
-                    if (!is_name(s, 128)) return 0;
+                    if (!is_name(s, R.name_chars)) return 0;
                     b->scenario = s;
                 }
                 break;
@@ -581,7 +587,7 @@ static int prediction(Batch *b, Reader r, Py_ssize_t index) {
                 int64_t secs, nanos;
                 if (!seconds_nanos(sub(&r, s), &secs, &nanos, &r.canonical)) return 0;
                 if (secs || nanos) {
-                    if (nanos < 0 || nanos >= 1000000000 || secs < MIN_PRODUCED_AT_S || secs > b->latest_s) return 0;
+                    if (nanos < 0 || nanos >= 1000000000 || secs < R.min_produced_at_s || secs > b->latest_s) return 0;
                 }
                 break;
             }
@@ -590,7 +596,7 @@ static int prediction(Batch *b, Reader r, Py_ssize_t index) {
                 if (!ok || n_meta == b->max_map || n_meta == MAX_ENTRIES) return 0;
                 if (ok == 2 || (n_meta && !before(last_meta, key))) r.canonical = 0;
                 if (key.n == 0 || !utf8(key) || !utf8(value)) return 0;
-                if (too_many_chars(key, 128) || too_many_chars(value, 4096)) return 0;
+                if (too_many_chars(key, R.metadata_key_chars) || too_many_chars(value, R.metadata_value_chars)) return 0;
                 for (Py_ssize_t i = 0; i < n_meta; i++)
                     if (same(meta_keys[i], key)) return 0;
                 meta_keys[n_meta++] = key;
@@ -613,7 +619,7 @@ static int prediction(Batch *b, Reader r, Py_ssize_t index) {
     /* judgments may follow their ranking, even in one batch: their id is not unique (nor counted) */
     if (!(task == 6 && judgments_only) && set_add(&b->ids, id) != 1) return 0;  /* duplicates an earlier id */
     if (has_perturbation && same(original, id)) return 0;
-    if (choices.n && !(choices.total - 1.0 <= PROBABILITY_SUM_TOLERANCE && 1.0 - choices.total <= PROBABILITY_SUM_TOLERANCE))
+    if (choices.n && !(choices.total - 1.0 <= R.probability_sum_tolerance && 1.0 - choices.total <= R.probability_sum_tolerance))
         return 0;
     if (!r.canonical) b->canonical = 0;
     return 1;
@@ -638,7 +644,7 @@ static int request(Batch *b, Reader r, Py_ssize_t max_batch, Py_ssize_t *count, 
             if (s.n == 0) {
                 r.canonical = 0;
             } else {
-                if (!is_name(s, 128)) return 0;
+                if (!is_name(s, R.name_chars)) return 0;
                 b->model = s;
             }
         } else {
@@ -657,6 +663,10 @@ static PyObject *prove(PyObject *self, PyObject *args) {
     Py_buffer raw;
     Py_ssize_t max_batch, max_text, max_refs, max_map, max_docs;
     long long latest_s;
+    if (!R.ready) {
+        PyErr_SetString(PyExc_RuntimeError, "_wireproof.configure(request_rules) was not called");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(args, "y*nnnnnL", &raw, &max_batch, &max_text, &max_refs, &max_map, &max_docs, &latest_s))
         return NULL;
     Batch b;
@@ -708,7 +718,67 @@ done:
     return result;
 }
 
+static int table_size(PyObject *table, const char *name, Py_ssize_t *out) {
+    PyObject *v = PyDict_GetItemString(table, name); /* borrowed */
+    if (v == NULL || !PyLong_Check(v)) {
+        PyErr_Format(PyExc_ValueError, "configure: %s must be an int", name);
+        return 0;
+    }
+    *out = PyLong_AsSsize_t(v);
+    if (*out < 0) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "configure: %s must be >= 0", name);
+        return 0;
+    }
+    return 1;
+}
+
+static int table_chars(PyObject *table, const char *name, uint8_t *allowed) {
+    PyObject *v = PyDict_GetItemString(table, name);
+    if (v == NULL || !PyUnicode_Check(v) || !PyUnicode_IS_ASCII(v)) {
+        PyErr_Format(PyExc_ValueError, "configure: %s must be an ASCII str", name);
+        return 0;
+    }
+    const char *text = PyUnicode_AsUTF8(v);
+    if (text == NULL) return 0;
+    for (const char *c = text; *c; c++) allowed[(uint8_t)*c] = 1;
+    return 1;
+}
+
+static PyObject *configure(PyObject *self, PyObject *table) {
+    if (!PyDict_Check(table)) {
+        PyErr_SetString(PyExc_TypeError, "configure: a dict (request_rules.RULES.as_c_table())");
+        return NULL;
+    }
+    Py_ssize_t min_produced, max_duration;
+    uint8_t name_char[256] = {0}, batch_id_char[256] = {0};
+    if (!table_size(table, "name_chars", &R.name_chars) || !table_size(table, "tag_chars", &R.tag_chars) ||
+        !table_size(table, "batch_id_chars", &R.batch_id_chars) || !table_size(table, "id_chars", &R.id_chars) ||
+        !table_size(table, "metadata_key_chars", &R.metadata_key_chars) ||
+        !table_size(table, "metadata_value_chars", &R.metadata_value_chars) ||
+        !table_size(table, "min_produced_at_s", &min_produced) || !table_size(table, "max_duration_s", &max_duration) ||
+        !table_chars(table, "name_punctuation", name_char) || !table_chars(table, "batch_id_punctuation", batch_id_char)) {
+        R.ready = 0;
+        return NULL;
+    }
+    PyObject *tol = PyDict_GetItemString(table, "probability_sum_tolerance");
+    if (tol == NULL || !PyFloat_Check(tol)) {
+        R.ready = 0;
+        PyErr_SetString(PyExc_ValueError, "configure: probability_sum_tolerance must be a float");
+        return NULL;
+    }
+    R.probability_sum_tolerance = PyFloat_AsDouble(tol);
+    R.min_produced_at_s = min_produced;
+    R.max_duration_s = max_duration;
+    for (int c = 0; c < 256; c++) {
+        R.name_char[c] = alnum((uint8_t)c) || name_char[c];
+        R.batch_id_char[c] = alnum((uint8_t)c) || batch_id_char[c];
+    }
+    R.ready = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"configure", configure, METH_O, "configure(request_rules.RULES.as_c_table()): the rules' fixed limits"},
     {"prove", prove, METH_VARARGS,
      "prove(raw, max_batch, max_text, max_refs, max_map, max_docs, latest_s) -> (model, batch_id, canonical, count, "
      "pairs) | None"},

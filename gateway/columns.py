@@ -31,6 +31,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
 from gateway import validation as rules
+from gateway.request_rules import RULES
 from holistic.settings import Settings
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
@@ -201,7 +202,7 @@ def _model(model: str, named: set[str]) -> str | None:
 
 
 def _maps_ok(c: Any, max_entries: int) -> bool:
-    """groups: every (key, value) a tag; metadata: keys of 1-128 characters, values of at most 4096.
+    """groups: every (key, value) a tag; metadata: keys and values within request_rules' lengths.
     A prediction's keys are distinct (canonical encoding), so at most `max_entries` distinct keys in
     the whole batch bound every prediction's count."""
     if c.groups:
@@ -215,6 +216,7 @@ def _maps_ok(c: Any, max_entries: int) -> bool:
         metadata = _entries(list(c.metadata))
         if metadata is None or len(set(metadata.key)) > max_entries:
             return False
-        if not all(0 < len(k) <= 128 for k in set(metadata.key)) or max(map(len, metadata.value)) > 4096:
+        keys_ok = all(0 < len(k) <= RULES.metadata_key_chars for k in set(metadata.key))
+        if not keys_ok or max(map(len, metadata.value)) > RULES.metadata_value_chars:
             return False
     return True

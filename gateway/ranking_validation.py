@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
+from gateway.request_rules import RULES
 from holistic.v1 import prediction_pb2 as pb
 
-MAX_DOC_ID_CHARS = 256
+MAX_DOC_ID_CHARS = RULES.id_chars
 KNOWN_FORMS = frozenset(pb.RankingForm.values())
 
 

@@ -6,24 +6,20 @@ the client CLI uses the field paths (predictions[3].confidence) to report file l
 
 from __future__ import annotations
 
-import re
-
 from gateway.ranking_validation import check_ranking, judgments_only
+from gateway.request_rules import BATCH_ID_RE, BATCH_ID_RULE, NAME_RE, NAME_RULE, RULES, TAG_RE, TAG_RULE
 from holistic.errors import FieldViolation, InvalidArgument
 from holistic.settings import Settings
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
-NAME_RULE = "1-128 characters: letters, digits and . _ : / @ + -, starting with a letter or digit"
-BATCH_ID_RE = re.compile(r"[A-Za-z0-9._:/@+=-]{1,128}")
-TAG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,63}")
-TAG_RULE = "1-64 characters: letters, digits and . _ : / @ + -, starting with a letter or digit"
-MAX_ID_CHARS = 256
+__all__ = ["BATCH_ID_RE", "NAME_RE", "NAME_RULE", "TAG_RE", "TAG_RULE", "validate"]
+
+MAX_ID_CHARS = RULES.id_chars
 MAX_VIOLATIONS = 100
-PROBABILITY_SUM_TOLERANCE = 1e-4
-MIN_PRODUCED_AT_S = 946_684_800  # 2000-01-01
-MAX_DURATION_S = 86_400
+PROBABILITY_SUM_TOLERANCE = RULES.probability_sum_tolerance
+MIN_PRODUCED_AT_S = RULES.min_produced_at_s
+MAX_DURATION_S = RULES.max_duration_s
 KNOWN_TASKS = frozenset(pb.Task.values()) - {pb.TASK_UNSPECIFIED}
 KNOWN_PERTURBATION_FAMILIES = frozenset(pb.PerturbationFamily.values()) - {pb.PERTURBATION_FAMILY_UNSPECIFIED}
 
@@ -50,7 +46,7 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
     if not request.batch_id:
         v.add("batch_id", "is required (a client-chosen idempotency key)")
     elif not BATCH_ID_RE.fullmatch(request.batch_id):
-        v.add("batch_id", "must be 1-128 characters: letters, digits and . _ : / @ + = -")
+        v.add("batch_id", f"must be {BATCH_ID_RULE}")
     model = request.model
     if model and not NAME_RE.fullmatch(model):
         v.add("model", f"must be {NAME_RULE}")
@@ -224,10 +220,10 @@ def _metadata(v: Violations, path: str, metadata: object, max_entries: int) -> N
     if len(items) > max_entries:
         v.add(path, f"has {len(items)} entries; at most {max_entries}")
     for key, value in items.items():
-        if not key or len(key) > 128:
-            v.add(path, f"key {key[:32]!r} must be 1-128 characters")
-        elif len(value) > 4096:
-            v.add(path, f"value of {key!r} must be at most 4096 characters")
+        if not key or len(key) > RULES.metadata_key_chars:
+            v.add(path, f"key {key[:32]!r} must be 1-{RULES.metadata_key_chars} characters")
+        elif len(value) > RULES.metadata_value_chars:
+            v.add(path, f"value of {key!r} must be at most {RULES.metadata_value_chars} characters")
 
 
 def check_timing(v: Violations, path: str, t: pb.Timing) -> None:

@@ -20,6 +20,7 @@ import logging
 import math
 from typing import NamedTuple
 
+from gateway.request_rules import RULES
 from holistic.settings import Settings
 
 log = logging.getLogger("holistic.gateway")
@@ -29,6 +30,8 @@ try:
 except ImportError as exc:  # no compiler where this was installed
     _wireproof = None
     _MISSING = str(exc)
+else:
+    _wireproof.configure(RULES.as_c_table())  # the C holds no copy of the rules' limits
 
 
 class Proof(NamedTuple):
