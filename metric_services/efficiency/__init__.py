@@ -1,10 +1,9 @@
 """Efficiency family: latency and time-to-first-token percentiles, tokens, throughput, objective.
 
-Percentiles come from DDSketch (DataDog's `ddsketch`, logarithmic mapping): each value lands in
-bin ceil(log_gamma(v)), gamma = (1 + a) / (1 - a) with a = 1 %, so every reported quantile is
-within 1 % of the exact order statistic of the data, whatever the batching. Bin counts add, so
-they merge in Redis with HINCRBY. The relative accuracy is fixed by the family version (changing it
-would mix incompatible bins). The efficiency axis is the share of requests whose latency is within
+Percentiles come from the core's mergeable DDSketch (holistic/sketches.py, the one any family uses):
+every reported quantile is within 1 % of the exact order statistic of the data, whatever the batching.
+The relative accuracy is fixed by the family version (changing it would mix incompatible bins).
+The efficiency axis is the share of requests whose latency is within
 the model's objective (HOLISTIC_EFFICIENCY_LATENCY_OBJECTIVE_S, or per model HOLISTIC_EFFICIENCY_LATENCY_OBJECTIVES),
 read from the same bins: only requests within 1 % of the objective can be misclassified.
 """
@@ -12,20 +11,16 @@ read from the same bins: only requests within 1 % of the objective can be miscla
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Iterable
 
-from ddsketch.ddsketch import BaseDDSketch
-from ddsketch.mapping import LogarithmicMapping
-from ddsketch.store import DenseStore
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from holistic.families import Axis, FamilyBase, FamilyConfig, FamilyFold, MetricMetadata, ScenarioPart
-from holistic.metric_values import mean, plain, proportion, with_interval
+from holistic.metric_values import mean, plain, proportion
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.signature import make_signature
+from holistic.sketches import RELATIVE_ACCURACY, bin_keys, count_at_most, emit_moments, emit_sketch, quantile_metrics
 from holistic.stat_keys import Fields, key
 from holistic.stats import Folded, Stats
 from holistic.v1.profile_pb2 import (
@@ -39,13 +34,9 @@ from metric_services.efficiency import helm_cell
 
 NAME = "efficiency"
 VERSION = "1"
-RELATIVE_ACCURACY = 0.01
-MAPPING = LogarithmicMapping(RELATIVE_ACCURACY)
 QUANTILES = (0.5, 0.9, 0.99)
 LATENCY = "lat"  # a sketch: "<name>|n", "|sum", "|sumsq" and bins "<name>|k:<key>", "<name>|z"
 SKETCHES = {LATENCY: "latency", "ttft": "time_to_first_token"}
-BIN = "k:"  # a sketch bin "k:<DDSketch key>"
-ZERO = "z"  # the sketch's values at (or below) its smallest bin
 
 
 class _Minute:
@@ -103,55 +94,24 @@ class _Minute:
             st.incr("untimed", self.untimed)
         if self.lat:
             values = [v for _, v in self.lat]
-            keys = _keys(values)
-            _emit_sketch(st, LATENCY, keys, values)
+            keys = bin_keys(values)
+            emit_sketch(st, LATENCY, values, keys)
             by_scenario: dict[str, tuple[list[int | None], list[float]]] = {}
             for (scn, v), k in zip(self.lat, keys, strict=True):
                 ks, vs = by_scenario.setdefault(scn, ([], []))
                 ks.append(k)
                 vs.append(v)
             for scn, (ks, vs) in by_scenario.items():
-                _emit_sketch(st, key(scn, LATENCY), ks, vs)
+                emit_sketch(st, key(scn, LATENCY), vs, ks)
         if self.ttft:
-            _emit_sketch(st, "ttft", _keys(self.ttft), self.ttft)
+            emit_sketch(st, "ttft", self.ttft)
         for prefix, values in (("tok_prompt", self.prompt), ("tok_completion", self.completion)):
             if values:
-                _emit_moments(st, prefix, values)
+                emit_moments(st, prefix, values)
         helm_cell.emit(st, self.helm)
         if self.gen_s > 0:
             st.add(key("gen", "tokens"), self.gen_tokens)
             st.add(key("gen", "seconds"), self.gen_s)
-
-
-# LogarithmicMapping.key(v) is int(ceil(log(v, 2) * multiplier) + offset), and CPython's log(v, 2) is
-# log(v) / log(2.0): inlined below, the same float operations in the same order
-# (tests/metric_services/test_efficiency.py holds the two equal)
-_MULTIPLIER, _OFFSET, _SMALLEST = MAPPING._multiplier, MAPPING._offset, MAPPING.min_possible
-_LN2 = math.log(2.0)
-
-
-def _keys(values: list[float]) -> list[int | None]:
-    """Each value's DDSketch key, None at (or below) the smallest bin: three Python calls a value less
-    than MAPPING.key, and a bin's name made once per bin, not per value (_emit_sketch)."""
-    log, ceil = math.log, math.ceil
-    return [int(ceil(log(v) / _LN2 * _MULTIPLIER) + _OFFSET) if v > _SMALLEST else None for v in values]
-
-
-def _bin(key_: int | None) -> str:
-    """A sketch bin's name: "k:<DDSketch key>", or "z" at (or below) the smallest bin."""
-    return ZERO if key_ is None else f"{BIN}{key_}"
-
-
-def _emit_moments(st: Stats, prefix: str, values: list[float]) -> None:
-    st.incr(key(prefix, "n"), len(values))
-    st.add(key(prefix, "sum"), math.fsum(values))
-    st.add(key(prefix, "sumsq"), math.fsum(v * v for v in values))
-
-
-def _emit_sketch(st: Stats, prefix: str, keys: list[int | None], values: list[float]) -> None:
-    for key_, count in Counter(keys).items():
-        st.bump(prefix, _bin(key_), count)
-    _emit_moments(st, prefix, values)
 
 
 class EfficiencyConfig(FamilyConfig):
@@ -261,7 +221,7 @@ class EfficiencyFamily(FamilyBase):
         span = stats.num("t", "max") - stats.num("t", "min")
         if n >= 2 and span > 0:
             metrics.append(plain("throughput", NAME, (n - 1) / span, n, unit="predictions/s"))
-        within = _within(stats.scope(LATENCY), objective)
+        within = count_at_most(stats.scope(LATENCY), objective)
         dim = Dimension(
             kind=DIMENSION_KIND_EFFICIENCY,
             definition=f"Share of requests with latency within the objective of {objective:g} s "
@@ -285,7 +245,7 @@ class EfficiencyFamily(FamilyBase):
             f = by_scn[scn].scope(LATENCY)
             part = ScenarioPart(count=int(f["n"]))
             part.metrics.extend(_sketch_metrics(f, "latency"))
-            w = _within(f, objective)
+            w = count_at_most(f, objective)
             if w is not None:
                 part.metrics.append(proportion("within_latency_objective", NAME, w[0], w[1]))
             parts[scn] = part
@@ -303,47 +263,8 @@ class EfficiencyFamily(FamilyBase):
         return make_signature(NAME, VERSION, options)
 
 
-def _bins(fields: Fields) -> Iterable[tuple[int, float]]:
-    for k, v in fields.marked(BIN).items():
-        yield int(k), v
-
-
-def sketch_from(fields: Fields) -> BaseDDSketch:
-    """Rebuild a DDSketch from merged bin counts ("k:<key>" and "z" for zeros)."""
-    store = DenseStore()
-    for bin_, count in _bins(fields):
-        store.add(bin_, count)
-    return BaseDDSketch(MAPPING, store, DenseStore(), fields.num(ZERO))
-
-
 def _sketch_metrics(fields: Fields, label: str) -> list[Metric]:
-    n = fields.get("n", 0.0)
-    if not n:
-        return []
-    sketch = sketch_from(fields)
-    out = [mean(f"{label}_mean", NAME, n, fields["sum"], fields.get("sumsq", 0.0), unit="s", lower_is_better=True)]
-    for q in QUANTILES:
-        value = sketch.get_quantile_value(q)
-        m = plain(f"{label}_p{round(q * 100)}", NAME, float(value), n, unit="s", lower_is_better=True)
-        lo, hi = _quantile_bounds(sketch, q, n)
-        out.append(with_interval(m, lo, hi, "order-statistic"))
-    return out
-
-
-def _quantile_bounds(sketch: BaseDDSketch, q: float, n: float) -> tuple[float, float]:
-    """Distribution-free 95 % interval for a quantile: sketch values at ranks n*q -/+ 1.96 sd."""
-    half = 1.959963984540054 * math.sqrt(n * q * (1 - q))
-    lo_q = max(0.0, (n * q - half) / n)
-    hi_q = min(1.0, (n * q + half) / n)
-    return float(sketch.get_quantile_value(lo_q)), float(sketch.get_quantile_value(hi_q))
-
-
-def _within(fields: Fields, objective: float) -> tuple[float, float] | None:
-    n = fields.get("n", 0.0)
-    if not n:
-        return None
-    ok = fields.num(ZERO) + sum(c for b, c in _bins(fields) if MAPPING.value(b) <= objective)
-    return ok, n
+    return quantile_metrics(fields, label, family=NAME, quantiles=QUANTILES, unit="s", lower_is_better=True)
 
 
 FAMILY = EfficiencyFamily()

@@ -340,30 +340,3 @@ def test_helms_run_cell_per_scenario_over_unperturbed_requests():
     assert m["num_completion_tokens"].value == 2.0 and m["num_output_tokens"].value == 2.0
     # the family's own latency covers every request, the variant's 9 s too: (1 + 2 + 9) / 3
     assert m["latency_mean"].value == pytest.approx(4.0, rel=1e-12)
-
-
-def test_inlined_sketch_keys_equal_ddsketch_mapping_key() -> None:
-    """The family's inlined key equals ddsketch's LogarithmicMapping.key on bin edges (gamma^k and the
-    floats around it, where a log computed otherwise, log2 say, crosses an edge ddsketch's does not),
-    the smallest bin, and values across the range a latency takes."""
-    import math
-    import random
-
-    from metric_services import efficiency as eff
-
-    mapping = eff.MAPPING
-    rng = random.Random(7)
-    values = [rng.lognormvariate(0, 3) for _ in range(20_000)] + [rng.uniform(0, 5) for _ in range(5_000)]
-    for k in range(-1000, 1001):  # each bin edge and the 40 floats either side of it
-        v = mapping.gamma**k
-        for _ in range(40):
-            v = math.nextafter(v, 0)
-        for _ in range(81):
-            values.append(v)
-            v = math.nextafter(v, math.inf)
-    smallest = mapping.min_possible
-    values += [0.0, smallest, math.nextafter(smallest, math.inf), 1e-300, 1.0, 2.0, 1e9, 5e-324]
-    expected = [mapping.key(v) if v > smallest else None for v in values]
-    assert eff._keys(values) == expected
-    assert len(set(expected)) > 500  # the values span many bins
-    assert [eff._bin(k) for k in eff._keys([0.0, 1.0, 2.0])] == ["z", f"k:{mapping.key(1.0)}", f"k:{mapping.key(2.0)}"]

@@ -15,22 +15,25 @@ from collections import defaultdict
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from holistic.families import (
+from holistic.family import (
     Axis,
+    BatchEnvelope,
+    Dimension,
     FamilyBase,
     FamilyConfig,
     FamilyFold,
+    FamilyReport,
+    Folded,
     MetricMetadata,
+    MetricSignature,
     ScenarioPart,
+    Settings,
+    Stats,
+    key,
+    make_signature,
     prediction_minute,
+    proportion,
 )
-from holistic.metric_values import proportion
-from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stat_keys import key
-from holistic.stats import Folded, Stats
-from holistic.v1.profile_pb2 import Dimension, FamilyReport, MetricSignature
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 SCENARIO = "scn"  # "scn|<scenario>|scored" (grounded): a scenario's counts
