@@ -1,12 +1,13 @@
 """Generate the documentation site's reference pages from the code, so they cannot go stale.
 
-    python tools/gen_docs.py            write docs/reference/{metrics,settings,api}.md
+    python tools/gen_docs.py            write docs/reference/{metrics,settings,api,benchmarks}.md
     python tools/gen_docs.py --check    exit 1, naming the pages, when a committed page differs
 
 - metrics.md: what every installed family declares (name, version, axis, main metrics, `MetricMetadata`).
 - settings.md: every settings class (the process settings, each family's `Config`, the quality exporter's and
   the OTLP receiver's), with the environment variable, type, default and description pydantic holds.
 - api.md: `protos/holistic/v1` rendered from protoc's descriptors with their comments.
+- benchmarks.md: every record under benchmarks/results/, newest first per benchmark.
 
 Only built-in families are written (a plugin installed beside them documents itself), so the pages do not
 depend on what else happens to be installed. `tests/test_docs_reference.py` fails when a page drifts.
@@ -262,7 +263,70 @@ def api_page() -> str:
     return HEADER + "\n".join(lines) + "\n"
 
 
-PAGES = {"metrics.md": metrics_page, "settings.md": settings_page, "api.md": api_page}
+# --- benchmarks ----------------------------------------------------------------------------------------------
+def _number(x: float | None) -> str:
+    if x is None:
+        return ""
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:,.3g}" if abs(x) < 10 else f"{x:,.1f}"
+
+
+def _machine(m: dict[str, Any]) -> str:
+    parts = [
+        str(m.get("cpu", "")),
+        f"{m.get('cores')} cores",
+        f"{m.get('memory_gib')} GiB",
+        f"Python {m.get('python')}",
+    ]
+    if m.get("load_average"):
+        parts.append("load " + "/".join(str(x) for x in m["load_average"]))
+    text = ", ".join(p for p in parts if p)
+    return text + (f" ({m['source']})" if m.get("source") else "")
+
+
+def benchmarks_page() -> str:
+    from benchmarks._results import load_all
+
+    records = load_all()
+    lines = [
+        "# Benchmark results\n",
+        "Every figure beside the alternative a user would pick, measured in the same run, with the ratio and",
+        "the goal. Written from `benchmarks/results/*.json`, which `./dev bench` adds to (one file a run, with the",
+        "machine, the command and the commit); the newest run of each benchmark comes first, earlier runs below",
+        "it. How to run them and what each measures: [Benchmarks](../benchmarks.md).\n",
+    ]
+    by_name: dict[str, list[Any]] = {}
+    for rec in records:
+        by_name.setdefault(rec.benchmark, []).append(rec)
+    for name in sorted(by_name):
+        runs = by_name[name]
+        latest = runs[-1]
+        lines.append(f"## {name}\n")
+        lines.append(f"- run: {latest.when[:10]}, commit `{latest.commit}`, `{latest.command}`")
+        lines.append(f"- machine: {_machine(latest.machine)}\n")
+        lines.append("| figure | value | alternative (same run) | ratio | goal | met |")
+        lines.append("|---|---:|---|---:|---|---|")
+        notes = []
+        for f in latest.figures:
+            alt = f"{f.alternative}: {_number(f.alternative_value)}" if f.alternative else ""
+            ratio = f"{f.ratio:.2f}x" if f.ratio is not None else ""
+            met = "" if f.met is None else ("yes" if f.met else "**no**")
+            row = [f.name, f"{_number(f.value)} {f.unit}", alt, ratio, f.goal, met]
+            lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+            if f.note:
+                notes.append(f"- {f.name}: {f.note}")
+        lines.append("")
+        if notes:
+            lines.extend([*notes, ""])
+        if len(runs) > 1:
+            lines.append("Earlier runs: " + "; ".join(
+                f"{r.when[:10]} `{r.commit}` {_number(r.figures[0].value)} {r.figures[0].unit}" for r in runs[-2::-1]
+            ) + ".\n")  # fmt: skip
+    return HEADER + "\n".join(lines)
+
+
+PAGES = {"metrics.md": metrics_page, "settings.md": settings_page, "api.md": api_page, "benchmarks.md": benchmarks_page}
 
 
 def main(argv: list[str]) -> int:
