@@ -12,7 +12,8 @@ Rules (docs/kubernetes.md, "Policy checks"):
   exposure          only the gateway is open to all; other traffic from outside the namespace is the
                     labelled namespaces of EXTERNAL (monitoring, OTLP senders, the dashboard's proxy, KEDA)
   redis-access      exactly the processes with a REDIS_URL (REDIS_CLIENTS) reach Redis, both ways: Redis's
-                    ingress and their egress; an external Redis is reached only on its address's port
+                    ingress and their egress; nothing leaves the cluster but the clients of an external
+                    Redis, for its address's port only
   redis-secret      REDIS_URL is composed from the holistic-redis Secret (no password in a manifest), the
                     in-cluster Redis requires that password, rediss has a CA that every client mounts
   spread            a workload that runs more than one pod spreads them over nodes
@@ -228,12 +229,12 @@ def _redis_server(docs: list[Doc], redis_pods: list[dict[str, Any]], secrets: di
             or ((ref.get("name"), ref.get("key")) != ("holistic-redis", "password"))
         ):
             out.append("redis-secret: holistic-redis: the server must requirepass the holistic-redis Secret's password")
-    if not redis_pods:  # an external Redis: only the clients leave the cluster, only for its port
-        port = int(redis.get("address", ":0").rsplit(":", 1)[1])
-        for name, _, template in pods(docs):
-            for pol in _policies(docs, template["metadata"]["labels"], "Egress"):
-                for rule in pol["spec"].get("egress", []):
-                    leaves = any("ipBlock" in p for p in rule.get("to", [])) or not rule.get("to")
-                    if leaves and (role(template) not in REDIS_CLIENTS or _port_numbers(rule, None) != {port}):
-                        out.append(f"redis-access: {name}: {pol['metadata']['name']} lets it leave the cluster")
+    # Leaving the cluster (an ipBlock, or no destination): only the clients of an external Redis, only for its port.
+    port = None if redis_pods else int(redis.get("address", ":0").rsplit(":", 1)[1])
+    for name, _, template in pods(docs):
+        for pol in _policies(docs, template["metadata"]["labels"], "Egress"):
+            for rule in pol["spec"].get("egress", []):
+                leaves = any("ipBlock" in p for p in rule.get("to", [])) or not rule.get("to")
+                if leaves and (role(template) not in REDIS_CLIENTS or _port_numbers(rule, None) != {port}):
+                    out.append(f"redis-access: {name}: {pol['metadata']['name']} lets it leave the cluster")
     return out

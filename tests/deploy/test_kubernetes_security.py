@@ -101,6 +101,8 @@ BREAKS: dict[str, tuple[str, Callable[[Docs], Any]]] = {
     "no requirepass": ("redis-secret: holistic-redis: the server must requirepass", _no_requirepass),
     "tls without ca": ("redis-secret: holistic-gateway: rediss without HOLISTIC_REDIS_TLS_CA",
                        lambda d: by_kind(d, "Secret")[REDIS]["stringData"].update(scheme="rediss", tls="enable")),
+    "dashboard egress anywhere": ("redis-access: holistic-dashboard: holistic-gateway-clients-egress lets it leave",
+                                  lambda d: netpol(d, "holistic-gateway-clients-egress")["egress"][0].pop("to")),
     "gateway on one node": ("spread: holistic-gateway: up to 10 pods",
                             lambda d: spec(d, GW).pop("topologySpreadConstraints")),
 }  # fmt: skip
