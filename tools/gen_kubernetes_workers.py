@@ -62,6 +62,19 @@ def labels(family: str) -> dict[str, str]:
     }
 
 
+def redis_env() -> list[dict[str, Any]]:
+    """REDIS_URL composed from the holistic-redis Secret's keys (dependent variables, defined first)."""
+    parts = [("REDIS_SCHEME", "scheme"), ("REDIS_ADDRESS", "address"), ("REDIS_USERNAME", "username"),
+             ("REDIS_PASSWORD", "password")]  # fmt: skip
+    env: list[dict[str, Any]] = [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": "holistic-redis", "key": key}}} for name, key in parts
+    ]
+    env.append(
+        {"name": "REDIS_URL", "value": "$(REDIS_SCHEME)://$(REDIS_USERNAME):$(REDIS_PASSWORD)@$(REDIS_ADDRESS)/0"}
+    )
+    return env
+
+
 def deployment(family: str, size: Size) -> dict[str, Any]:
     name = f"holistic-worker-{family}"
     container = {
@@ -69,7 +82,7 @@ def deployment(family: str, size: Size) -> dict[str, Any]:
         "image": "holistic-eval:0.1.0",
         "args": ["worker", family],
         "envFrom": [{"configMapRef": {"name": "holistic-config"}}],
-        "env": [{"name": "REDIS_URL", "valueFrom": {"secretKeyRef": {"name": "holistic-redis", "key": "url"}}}],
+        "env": redis_env(),
         "ports": [{"name": "metrics", "containerPort": 9100}],
         # A worker has no gRPC server; its /metrics thread answering says the process is alive.
         "livenessProbe": {
@@ -87,7 +100,10 @@ def deployment(family: str, size: Size) -> dict[str, Any]:
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
         },
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": [
+            {"name": "tmp", "mountPath": "/tmp"},
+            {"name": "redis-ca", "mountPath": "/etc/holistic/redis-ca", "readOnly": True},
+        ],
     }
     return {
         "apiVersion": "apps/v1",
@@ -99,20 +115,35 @@ def deployment(family: str, size: Size) -> dict[str, Any]:
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
                 "metadata": {
-                    "labels": labels(family),
+                    # holistic.dev/redis-client: the NetworkPolicies let the pod reach Redis
+                    "labels": {**labels(family), "holistic.dev/redis-client": "true"},
                     "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9100"},
                 },
                 "spec": {
                     # A stopped worker's unacknowledged entries are claimed by another after
                     # HOLISTIC_CLAIM_IDLE_MS; applying is idempotent, so nothing is lost or counted twice.
                     "terminationGracePeriodSeconds": 30,
+                    "serviceAccountName": "holistic",
+                    "automountServiceAccountToken": False,
+                    # Replicas on different nodes where the scheduler can (soft: never blocks a scale-up).
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                        }
+                    ],
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": 10001,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                    "volumes": [
+                        {"name": "tmp", "emptyDir": {}},
+                        {"name": "redis-ca", "secret": {"secretName": "holistic-redis-ca", "optional": True}},
+                    ],
                 },
             },
         },

@@ -5,7 +5,8 @@ kustomization, rendered first), `patches` of the JSON 6902 kind (a list of opera
 `patch`, applied to every resource the `target`'s kind and name select, at least one), and
 `namespace` (set on every namespaced resource). Anything else in a kustomization is an error, never
 silently ignored, so a manifest cannot come to depend on a feature this renderer skips. Like
-kustomize, two resources with the same kind, name and namespace are an error.
+kustomize, two resources with the same kind, name and namespace are an error, and so is a patch file
+outside the kustomization's directory (kustomize's default load restrictor).
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def build(directory: Path) -> list[dict[str, Any]]:
 
 
 def _apply_patch(docs: list[dict[str, Any]], patch: dict[str, Any], directory: Path, kfile: Path) -> None:
+    if "path" in patch and not (directory / patch["path"]).resolve().is_relative_to(directory.resolve()):
+        raise KustomizeError(f"{kfile}: patch {patch['path']} is outside the kustomization's directory")
     text = (directory / patch["path"]).read_text() if "path" in patch else patch.get("patch", "")
     ops = yaml.safe_load(text)
     if not isinstance(ops, list):

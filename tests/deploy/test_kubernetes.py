@@ -26,7 +26,7 @@ from tests.deploy.kustomize import KustomizeError, build
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
-OVERLAYS = ("in-cluster-redis", "managed-redis")
+OVERLAYS = ("in-cluster-redis", "managed-redis", "in-cluster-redis-tls")
 K8S_VERSIONS = ("1.29.0", "1.37.0")  # gRPC probes are GA from 1.27
 
 
@@ -85,7 +85,11 @@ def test_the_overlays_render_the_expected_objects():
     expected = (
         {("Namespace", "holistic"), ("ConfigMap", "holistic-config"), ("TriggerAuthentication", "holistic-redis")}
         | {("Secret", s) for s in ("holistic-tokens", "holistic-client-token", "holistic-redis",
-                                  "holistic-gateway-tls")}
+                                  "holistic-gateway-tls", "holistic-redis-ca")}
+        | {("ServiceAccount", "holistic")}
+        | {("NetworkPolicy", f"holistic-{n}") for n in ("default-deny", "dns", "gateway-ingress",
+           "otlp-receiver-ingress", "dashboard-ingress", "gateway-clients-egress", "metrics-scrape",
+           "redis-ingress", "redis-clients-egress")}
         | {("Deployment", n) for n in ("holistic-gateway", "holistic-janitor", "holistic-dashboard",
                                         "holistic-quality-exporter", "holistic-otlp-receiver", *workers)}
         | {("Service", n) for n in ("holistic-gateway", "holistic-dashboard", "holistic-redis",
@@ -97,10 +101,15 @@ def test_the_overlays_render_the_expected_objects():
     assert full == expected
     managed = rendered("managed-redis")
     assert {(d["kind"], d["metadata"]["name"]) for d in managed} == expected - {
-        ("StatefulSet", "holistic-redis"), ("Service", "holistic-redis"), ("PodDisruptionBudget", "holistic-redis")
+        ("StatefulSet", "holistic-redis"), ("Service", "holistic-redis"), ("PodDisruptionBudget", "holistic-redis"),
+        ("NetworkPolicy", "holistic-redis-ingress")
     }  # fmt: skip
     secret = by_kind(managed, "Secret")["holistic-redis"]["stringData"]
-    assert secret["url"].startswith("rediss://") and secret["tls"] == "enable"
+    assert secret["scheme"] == "rediss" and secret["tls"] == "enable" and secret["username"] == "holistic"
+    tls = rendered("in-cluster-redis-tls")
+    assert {(d["kind"], d["metadata"]["name"]) for d in tls} == expected | {("Secret", "holistic-redis-server-tls")}
+    secret = by_kind(tls, "Secret")["holistic-redis"]["stringData"]
+    assert (secret["scheme"], secret["address"], secret["tls"]) == ("rediss", "holistic-redis:6379", "enable")
 
 
 def test_each_family_scales_on_its_own_consumer_group_lag():
@@ -121,7 +130,7 @@ def test_each_family_scales_on_its_own_consumer_group_lag():
         assert trigger["metadata"]["consumerGroup"] == family
         assert int(trigger["metadata"]["lagCount"]) > 0
         refs = auth[trigger["authenticationRef"]["name"]]["spec"]["secretTargetRef"]
-        assert {r["parameter"] for r in refs} == {"address", "password", "tls"}
+        assert {r["parameter"] for r in refs} == {"address", "username", "password", "tls"}
         for r in refs:
             assert r["key"] in secrets[r["name"]]["stringData"]
 
@@ -158,6 +167,7 @@ def test_references_probes_and_resources():
     assert flags["--appendonly"] == "yes" and flags["--appendfsync"] == "everysec"
     assert flags["--maxmemory-policy"] == "noeviction"
     assert flags["--hash-max-listpack-entries"] == str(HASH_MAX_LISTPACK_ENTRIES)
+    assert flags["--requirepass"] == "$(REDIS_PASSWORD)"
 
 
 def test_the_config_map_is_valid_settings(monkeypatch):
@@ -188,6 +198,13 @@ def test_the_renderer_refuses_what_it_does_not_implement(tmp_path):
     (tmp_path / "kustomization.yaml").write_text("resources: [a.yaml, a.yaml]\n")
     with pytest.raises(KustomizeError, match="defined twice"):
         build(tmp_path)
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "kustomization.yaml").write_text(
+        "resources: [../a.yaml]\npatches:\n- {path: ../p.yaml, target: {kind: ConfigMap, name: x}}\n"
+    )
+    (tmp_path / "p.yaml").write_text("[{op: add, path: /data, value: {k: v}}]\n")
+    with pytest.raises(KustomizeError, match="outside the kustomization's directory"):
+        build(tmp_path / "k")
     (tmp_path / "kustomization.yaml").write_text(
         "namespace: n\nresources: [a.yaml]\npatches:\n- target: {kind: ConfigMap, name: x}\n"
         "  patch: '[{op: add, path: /data, value: {k: v}}]'\n"
