@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     max_group_values: int = Field(default=64, ge=1, description="Distinct values per `groups` key per model.")
 
     # --- Testing ---------------------------------------------------------------------------
-    faults: str = Field(default="", description="Fault injection for crash tests; see holistic/faults.py.")
+    faults: str = Field(default="", description="Fault injection for crash tests; see metric_services/fault_plan.py.")
 
     @field_validator("families", "worker_shards", mode="before")
     @classmethod

@@ -24,12 +24,9 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
-from holistic import heap, minutes
 from holistic.families import Family, Partial, as_partial
-from holistic.faults import Faults
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
-from holistic.read_pace import ReadPace
 from holistic.redis_conn import RETRYABLE
 from holistic.registry import load_family
 from holistic.settings import Settings
@@ -37,10 +34,13 @@ from holistic.shared_memo import SharedMemo
 from holistic.signature import signature_id
 from holistic.stats import Stats
 from holistic.workqueue import WorkQueue
+from metric_services import heap, minutes
+from metric_services.fault_plan import Faults
 from metric_services.middleware import Middleware
 from metric_services.middleware.faults import FaultInjection
 from metric_services.middleware.logs import Logs
 from metric_services.middleware.prometheus import Prometheus
+from metric_services.read_pace import ReadPace
 from metric_services.work import Work, apply_args, coalesce
 
 log = logging.getLogger("holistic.worker")
@@ -132,7 +132,7 @@ class Worker:
 
     # --- the loop --------------------------------------------------------------------------
     def run(self, settle_heap: bool = False) -> None:
-        """settle_heap: the process is this worker's (holistic/heap.py): freeze the heap at start and
+        """settle_heap: the process is this worker's (metric_services/heap.py): freeze the heap at start and
         after the first entries (their lazy imports and models)."""
         for queue in self.queues:
             queue.ensure_group(self.group)
@@ -168,7 +168,7 @@ class Worker:
     def step(self, block_ms: int | None = None) -> int:
         """Read and process new entries once; returns how many were handled.
 
-        A read claims what this replica expects to finish within read_ahead_ms (holistic/read_pace.py),
+        A read claims what this replica expects to finish within read_ahead_ms (metric_services/read_pace.py),
         so its siblings get the rest of a backlog.
 
         With several shards, each is read without blocking; only when all are empty does the worker

@@ -41,7 +41,7 @@ MODEL_CAP_TESTS = ["tests/gateway/test_request_bounds.py"]
 LIST_MODELS_TESTS = ["tests/gateway/test_read_bounds.py", "tests/gateway/test_list_models_pages.py"]
 JSONLINE = "clients/python/holistic_client/_jsonline.c"
 JSONLINE_TESTS = ["tests/clients/test_json_wire.py", "tests/clients/test_prediction_json.py"]
-MINUTES = "holistic/_minutes.c"
+MINUTES = "metric_services/_minutes.c"
 MINUTES_TESTS = ["tests/holistic/test_minutes.py"]
 ENCODER_TESTS = [
     "tests/metric_services/summarization/test_encoder.py",
@@ -409,7 +409,7 @@ MUTANTS = [
            MINUTES_TESTS, "a produced_at of another wire type (unknown to protobuf) is read as a timestamp"),
     Mutant("minutes-first-wins", MINUTES, "*seconds = (int64_t)v;", "if (!*seconds) *seconds = (int64_t)v;",
            MINUTES_TESTS, "a timestamp sent twice keeps its first seconds where protobuf's merge keeps the last"),
-    Mutant("minutes-not-used", "holistic/minutes.py", "    if _counts is not None:", "    if False:",
+    Mutant("minutes-not-used", "metric_services/minutes.py", "    if _counts is not None:", "    if False:",
            MINUTES_TESTS, "every worker still loops over its batches' predictions in Python"),
     Mutant("registry-rescans", "holistic/registry.py", "if scanned is not None and scanned[0] == state:",
            "if False:", ["tests/holistic/test_registry.py"],

@@ -1,11 +1,11 @@
-"""Fault injection for the crash tests (HOLISTIC_FAULTS, holistic/faults.py): SIGKILL of the worker
+"""Fault injection for the crash tests (HOLISTIC_FAULTS, metric_services/fault_plan.py): SIGKILL of the worker
 before a read's batches are applied, or between the apply and the acknowledgement."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from holistic.faults import Faults
+from metric_services.fault_plan import Faults
 from metric_services.middleware import Hooks
 
 if TYPE_CHECKING:

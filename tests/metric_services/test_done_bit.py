@@ -16,12 +16,12 @@ import pytest
 import redis
 
 from holistic import envelope
-from holistic.faults import Faults
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.workqueue import WorkQueue
+from metric_services.fault_plan import Faults
 from tests.conftest import drain
 from tests.factories import prediction
 
@@ -271,7 +271,7 @@ def test_another_familys_entry_is_skipped_without_decoding_its_envelope(r, make_
     r.xadd(KEYS.stream, fields)
     add_entry(r, "accuracy", "m", 2)
     w = make_worker("accuracy")
-    drain(w)  # a first read claims one entry (holistic/read_pace.py)
+    drain(w)  # a first read claims one entry (metric_services/read_pace.py)
     assert w.counters.applied == 1 and w.counters.dead_lettered == 0
     assert r.xlen(KEYS.dead_letters) == 0
     assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0

@@ -1,5 +1,5 @@
 """A worker's own process freezes its heap at start and once more after its first entries
-(holistic/heap.py); a worker run inside another process (tests, embedding) leaves the heap alone."""
+(metric_services/heap.py); a worker run inside another process (tests, embedding) leaves the heap alone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from holistic import heap
+from metric_services import heap
 from metric_services.runner import Worker
 from tests.holistic.test_workqueue import add_batch
 

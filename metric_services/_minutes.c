@@ -1,6 +1,6 @@
 /* Predictions per minute of a batch envelope, read from its wire bytes in C.
  *
- * holistic/minutes.py documents the contract: counts(payload, fallback_minute) returns a dict
+ * metric_services/minutes.py documents the contract: counts(payload, fallback_minute) returns a dict
  * {epoch minute: predictions} in order of first appearance, the same as the Python loop over the
  * parsed envelope (produced_at's minute, floor division; the fallback when produced_at is unset or
  * zero), or None for anything it does not read as protobuf would (a group wire type, a truncated or

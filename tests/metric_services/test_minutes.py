@@ -1,4 +1,4 @@
-"""Predictions per minute from an envelope's bytes (holistic/_minutes.c) equal the Python loop."""
+"""Predictions per minute from an envelope's bytes (metric_services/_minutes.c) equal the Python loop."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from holistic import minutes
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.v1.prediction_pb2 import Prediction
+from metric_services import minutes
 from tests.factories import delimited, varint, wire_field
 
 if minutes._counts is None and os.environ.get("CI"):  # ./dev and any pip install build it; CI must test it
-    pytest.fail("holistic/_minutes.c is not built (tools/build_native.py)", pytrace=False)
-needs_c = pytest.mark.skipif(minutes._counts is None, reason="holistic/_minutes.c is not built (no C compiler)")
+    pytest.fail("metric_services/_minutes.c is not built (tools/build_native.py)", pytrace=False)
+needs_c = pytest.mark.skipif(minutes._counts is None, reason="metric_services/_minutes.c is not built (no C compiler)")
 
 
 U64 = (1 << 64) - 1  # a negative int64 on the wire: its two's complement, ten bytes

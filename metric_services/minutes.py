@@ -2,7 +2,7 @@
 
 Each family's worker counts the predictions of every batch it applies per epoch minute (produced_at,
 else the batch's accept time: `prediction_minute`). In Python that is a wrapper object per prediction
-and per timestamp, ~0.6 µs a prediction, paid once per family: nine times over. `holistic/_minutes.c`
+and per timestamp, ~0.6 µs a prediction, paid once per family: nine times over. `metric_services/_minutes.c`
 reads the minutes straight from the envelope's bytes (built by tools/build_native.py, like the
 gateway's proof); where it is not built, or the bytes hold something it does not read as protobuf
 would (it answers None), the loop runs as before. tests/holistic/test_minutes.py holds the two equal.
@@ -14,7 +14,7 @@ from holistic.families import prediction_minute
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 
 try:
-    from holistic._minutes import counts as _counts
+    from metric_services._minutes import counts as _counts
 except ImportError:  # no C compiler where this was installed
     _counts = None
 

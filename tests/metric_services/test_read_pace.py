@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from holistic.read_pace import ReadPace
+from metric_services.read_pace import ReadPace
 from tests.holistic.test_workqueue import add_batch
 
 
