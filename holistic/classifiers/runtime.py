@@ -1,34 +1,19 @@
-"""Loading the classifier a deployment chose, once per process, behind one small interface."""
+"""Loading the classifier a deployment chose, once per process, behind one small interface.
+
+The implementations (tfidf_linear, transformer) stand below this module and import only session.py, so
+loading one never imports this module back."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-
-import numpy as np
+from typing import Protocol
 
 from holistic.classifiers.model_dir import DEFAULT_MODEL_DIR, ModelDir, load_model_dir
-from holistic.cores import available_cores
+from holistic.classifiers.session import Classifier, Scores, resolve_threads, session_options
 
-if TYPE_CHECKING:
-    import onnxruntime as ort
-
-
-@dataclass
-class Scores:
-    """Per text: one probability per label (rows follow the texts), and whether it was truncated."""
-
-    probs: np.ndarray  # float64 [n, labels]
-    truncated: np.ndarray  # bool [n]
-
-
-class Classifier(Protocol):
-    model: ModelDir
-
-    def predict(self, texts: Sequence[str]) -> Scores: ...
+__all__ = ["Classifier", "ClassifierChoice", "Scores", "classifier_for", "model_for", "open_classifier",
+           "resolve_threads", "session_options"]  # fmt: skip
 
 
 class ClassifierChoice(Protocol):
@@ -40,27 +25,6 @@ class ClassifierChoice(Protocol):
     def threads(self) -> int: ...
     @property
     def batch_size(self) -> int: ...
-
-
-def resolve_threads(threads: int) -> int:
-    """0 means: the cores this process may use (affinity, a container's CPU limit), at most 4 (more
-    rarely helps one ORT session here). Replicas sharing a machine without limits: set it to cores / replicas."""
-    if threads > 0:
-        return threads
-    return min(available_cores(), 4)
-
-
-def session_options(threads: int) -> ort.SessionOptions:
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = resolve_threads(threads)
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # Idle ORT threads spin by default, burning the cores the other families' workers need.
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return opts
 
 
 def open_classifier(model: ModelDir, threads: int = 0, batch_size: int = 32, engine: str = "auto") -> Classifier:

@@ -19,7 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from holistic.classifiers.model_dir import MODEL_FILE, ModelDir, ModelError
-from holistic.classifiers.runtime import Scores
+from holistic.classifiers.session import Scores, session_options
 from holistic.classifiers.text import sanitize
 
 # scikit-learn's TfidfVectorizer default, which alt-profanity-check was trained with.
@@ -111,8 +111,6 @@ class OrtTfidfLinear:
 
     def __init__(self, model: ModelDir, threads: int = 1) -> None:
         import onnxruntime as ort
-
-        from holistic.classifiers.runtime import session_options
 
         self.model = model
         self.session = ort.InferenceSession(

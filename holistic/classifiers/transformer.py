@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from holistic.classifiers.model_dir import MODEL_FILE, TOKENIZER_FILE, ModelDir, ModelError
-from holistic.classifiers.runtime import Scores, session_options
+from holistic.classifiers.session import Scores, session_options
 from holistic.classifiers.text import sanitize
 
 
