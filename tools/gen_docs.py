@@ -1,6 +1,6 @@
 """Generate the documentation site's reference pages from the code, so they cannot go stale.
 
-    python tools/gen_docs.py            write docs/reference/{metrics,settings,api,benchmarks}.md
+    python tools/gen_docs.py            write docs/reference/{metrics,settings,api,benchmarks,storage}.md
     python tools/gen_docs.py --check    exit 1, naming the pages, when a committed page differs
 
 - metrics.md: what every installed family declares (name, version, axis, main metrics, `MetricMetadata`).
@@ -8,6 +8,7 @@
   the OTLP receiver's), with the environment variable, type, default and description pydantic holds.
 - api.md: `protos/holistic/v1` rendered from protoc's descriptors with their comments.
 - benchmarks.md: every record under benchmarks/results/, newest first per benchmark.
+- storage.md: every Redis key family (holistic/stored.py): what it holds, who writes it, how long it lives.
 
 Only built-in families are written (a plugin installed beside them documents itself), so the pages do not
 depend on what else happens to be installed. `tests/test_docs_reference.py` fails when a page drifts.
@@ -263,6 +264,30 @@ def api_page() -> str:
     return HEADER + "\n".join(lines) + "\n"
 
 
+# --- storage -------------------------------------------------------------------------------------------------
+def storage_page() -> str:
+    from holistic.keys import Keys
+    from holistic.stored import INVENTORY, RAW_TEXT
+
+    keys = Keys()
+    lines = [
+        "# What is stored\n",
+        "Every key the service writes to Redis, from `holistic/stored.py` (which calls the key builders of",
+        "`holistic/keys.py`, so this table names real keys). A test runs the service over the demo predictions",
+        "and fails on any key this table does not describe. `<name>` stands for a value; `hl` is the default",
+        "`HOLISTIC_KEY_PREFIX`; `{...}` is a Redis Cluster hash tag. Only the rows marked **raw text** hold what",
+        "users submitted (prompts, outputs, references, sources); every other key holds statistics, counts,",
+        "identifiers, names and tags.\n",
+        "| key | type | holds | content | written by | lives |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in INVENTORY:
+        content = f"**{row.content}**" if row.content == RAW_TEXT else row.content
+        cells = [f"`{row.example(keys)}`", row.redis_type, row.holds, content, row.written_by, row.lifetime]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return HEADER + "\n".join(lines) + "\n"
+
+
 # --- benchmarks ----------------------------------------------------------------------------------------------
 def _number(x: float | None) -> str:
     if x is None:
@@ -326,7 +351,13 @@ def benchmarks_page() -> str:
     return HEADER + "\n".join(lines)
 
 
-PAGES = {"metrics.md": metrics_page, "settings.md": settings_page, "api.md": api_page, "benchmarks.md": benchmarks_page}
+PAGES = {
+    "metrics.md": metrics_page,
+    "settings.md": settings_page,
+    "api.md": api_page,
+    "benchmarks.md": benchmarks_page,
+    "storage.md": storage_page,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,65 @@
+"""Every key in Redis after the service scored the demo is described by holistic/stored.py's inventory."""
+
+from __future__ import annotations
+
+import inspect
+
+import redis
+
+from holistic.keys import Keys
+from holistic.registry import installed
+from holistic.stored import INVENTORY, RAW_TEXT, Inventory
+from holistic.tenants import hash_token
+from holistic.workqueue import WorkQueue
+from holistic_app.demo import SAMPLE
+from holistic_client.jsonl import read_predictions
+from tests.conftest import drain
+
+TOKEN = "token-of-team-a"
+
+
+def test_every_key_builder_has_a_row():
+    builders = {name for name, _ in inspect.getmembers(Keys, inspect.isfunction) if not name.startswith("_")}
+    assert builders == {row.builder for row in INVENTORY}
+
+
+def test_rows_match_what_they_describe_and_nothing_else():
+    inv, keys = Inventory(), Keys()
+    assert inv.describe(keys.stats("atlas:70b", "accuracy", "m", 29_000_000)).builder == "stats"
+    assert inv.describe(keys.models()).args == ("default",)
+    assert inv.describe(keys.models("team-a")).args == ("<tenant>",)
+    assert inv.describe(keys.instances("m", "fairness", 20_400)).builder == "instances"
+    assert inv.describe(keys.stream_for(3)).content == RAW_TEXT
+    assert inv.describe("hl:something-else") is None
+    assert inv.describe("other:{m:x}:meta") is None
+
+
+def test_a_walk_of_redis_after_the_demo_finds_only_described_keys(make_gateway, make_worker, r: redis.Redis):
+    """The demo's predictions (every task, perturbations, groups, rankings, summaries) through a gateway
+    with two tenants and every installed family, a dead letter and a memo lease; then SCAN every key."""
+    gw = make_gateway(tokens=f"team-a:sha256:{hash_token(TOKEN)},{'default-token'}", tenant_predictions_per_s=10**6)
+    lines = [line for line in read_predictions(SAMPLE)][:1500]
+    with gw.client("default-token") as default, gw.client(TOKEN) as team:
+        report = default.submit_lines(iter(lines), batch_size=250)
+        assert not report.rejected
+        team.submit_lines(iter(lines[:100]), batch_size=100)
+    workers = [make_worker(name) for name in installed()]
+    drain(*workers)
+    queue = WorkQueue(r, Keys())
+    r.xadd(Keys().stream, {"v": "1", "poison": "x"})
+    ((entry_id, _),) = queue.read("accuracy", "test", 1, 1)
+    assert queue.deadletter("accuracy", entry_id, 1, "a test's poison entry")
+    inv = Inventory()
+    seen: dict[str, int] = {}
+    unknown = []
+    for raw in r.scan_iter(count=1000):
+        name = raw.decode()
+        row = inv.describe(name)
+        if row is None:
+            unknown.append(name)
+        else:
+            seen[row.builder] = seen.get(row.builder, 0) + 1
+    assert unknown == []
+    # the walk saw the families of keys the demo writes (the memo, its claim and rates may have expired)
+    assert {"stream_for", "dead_letters_for", "models", "models_index", "sequence", "ingest", "meta", "done",
+            "stats", "signatures", "instances", "group_keys", "group_values", "updates"} <= set(seen)  # fmt: skip
