@@ -25,7 +25,7 @@ import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as ls
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import prediction_pb2 as pb
@@ -43,6 +43,7 @@ SPANS = Counter(
     "Spans received, by outcome (accepted, duplicate, ignored, unusable, rejected) and reason.",
     ["outcome", "reason"],
 )
+WAITING = Gauge("holistic_otlp_spans_waiting", "Spans waiting for their log records (HOLISTIC_OTLP_EVENT_WAIT_S).")
 BATCHES = Counter("holistic_otlp_batches", "Batches submitted to the gateway, by outcome.", ["outcome"])
 _PREDICTION = re.compile(r"^predictions\[(\d+)\]")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -117,10 +118,8 @@ class Intake:
         return response
 
     async def traces(self, request: ts.ExportTraceServiceRequest, metadata: Metadata) -> ts.ExportTraceServiceResponse:
-        by_model: dict[str, dict[str, pb.Prediction]] = {}
         rejected: Tally[str] = Tally()
         waiting: dict[Key, tuple[Span, dict]] = {}
-        seen: list[Key] = []
         for resource_spans in request.resource_spans:
             resource = attributes(resource_spans.resource.attributes)
             for scope_spans in resource_spans.scope_spans:
@@ -129,24 +128,9 @@ class Intake:
                         SPANS.labels("ignored", "not_genai").inc()
                         continue
                     key = (metadata, span.trace_id, span.span_id)
-                    seen.append(key)
                     waiting[key] = (span, resource)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.settings.event_wait_s
-        while waiting:
-            for key, (span, resource) in list(waiting.items()):
-                try:
-                    p = to_prediction(span, resource, self.defaults, self.events.get(key))
-                except Unusable as exc:
-                    if str(exc) == "no_output" and loop.time() < deadline and not self.events.is_done(key):
-                        continue  # its log records may be on their way
-                    rejected[str(exc)] += 1
-                    SPANS.labels("unusable", str(exc)).inc()
-                else:
-                    by_model.setdefault(p.model, {}).setdefault(p.id, p)  # a span repeated in one request: once
-                del waiting[key]
-            if waiting:
-                await self.events.arrival(deadline - loop.time())
+        seen = list(waiting)
+        by_model = await self._predictions(waiting, rejected)
         for model, preds in by_model.items():
             ordered = list(preds.values())
             for start in range(0, len(ordered), self.settings.max_batch):
@@ -159,6 +143,34 @@ class Intake:
             log.info("OTLP traces: %d spans skipped (%s)", n, message)
             response.partial_success.rejected_spans, response.partial_success.error_message = n, message
         return response
+
+    async def _predictions(
+        self, waiting: dict[Key, tuple[Span, dict]], rejected: Tally[str]
+    ) -> dict[str, dict[str, pb.Prediction]]:
+        """The spans' predictions by model and id; a span without its answer waits for its log records."""
+        by_model: dict[str, dict[str, pb.Prediction]] = {}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.event_wait_s
+        while True:
+            for key, (span, resource) in list(waiting.items()):
+                try:
+                    p = to_prediction(span, resource, self.defaults, self.events.get(key))
+                except Unusable as exc:
+                    if str(exc) == "no_output" and loop.time() < deadline and not self.events.is_done(key):
+                        continue  # its log records may be on their way
+                    rejected[str(exc)] += 1
+                    SPANS.labels("unusable", str(exc)).inc()
+                else:
+                    by_model.setdefault(p.model, {}).setdefault(p.id, p)  # a span repeated in one request: once
+                del waiting[key]
+            if not waiting:
+                return by_model
+            n = len(waiting)
+            WAITING.inc(n)
+            try:
+                await self.events.arrival(deadline - loop.time())
+            finally:
+                WAITING.dec(n)
 
     async def _submit(self, model: str, chunk: list[pb.Prediction], metadata: Metadata, rejected: Tally[str]) -> None:
         """Submit until accepted; predictions the gateway rejects are dropped (and counted), the rest resent."""

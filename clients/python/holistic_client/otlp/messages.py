@@ -111,7 +111,9 @@ def _from_events(events: Iterable[Event]) -> tuple[list[Any], list[Any]]:
         elif e.name == CHOICE:
             fields = e.fields()
             index = fields.get("index", 0)
-            choices.append((index if isinstance(index, int) else 0, fields.get("message", fields)))
+            message = fields.get("message", fields)
+            parsed = _json(message)  # a span event's attribute holds a message as JSON text
+            choices.append((index if isinstance(index, int) else 0, parsed if isinstance(parsed, Mapping) else message))
         elif e.name == OLD_EVENTS[0]:
             inputs += _messages(e.attributes.get("gen_ai.prompt", e.body))
         elif e.name == OLD_EVENTS[1]:

@@ -72,15 +72,15 @@ class Receiver:
         """The gRPC port; OTLP/HTTP too unless its address is empty (self.http_port)."""
         where = address or self.settings.address
         s = self.settings
+        http_where = s.http_address if http_address is None else http_address
+        if http_where:  # first: once gRPC answers, both do
+            self.http_port = await self.http.start(http_where)
         if s.tls_cert and s.tls_key:
             creds = grpc.ssl_server_credentials([(s.tls_key.read_bytes(), s.tls_cert.read_bytes())])
             self.port = self.server.add_secure_port(where, creds)
         else:
             self.port = self.server.add_insecure_port(where)
         await self.server.start()
-        http_where = s.http_address if http_address is None else http_address
-        if http_where:
-            self.http_port = await self.http.start(http_where)
         log.info("OTLP receiver on gRPC port %d, HTTP port %s, submitting to %s", self.port, self.http_port, s.target)
         return self.port
 
