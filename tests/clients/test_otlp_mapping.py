@@ -210,6 +210,9 @@ def test_messages_in_log_records():
     )
     p = to_prediction(span(CHAT), {}, Defaults(), [details])
     assert (p.input, p.output) == ("Capital of France?", "Paris")
+    text_bodies = [Event("gen_ai.user.message", {}, "Hi"), Event("gen_ai.choice", {}, {"message": "Hello"})]
+    p = to_prediction(span(CHAT), {}, Defaults(), text_bodies)
+    assert (p.input, p.output) == ("Hi", "Hello")
     # the span's own attributes win over its records; no record with content: no output
     p = to_prediction(span({**CHAT, "gen_ai.completion": "Nice"}), {}, Defaults(), [details])
     assert p.output == "Nice"

@@ -18,7 +18,7 @@ from holistic_client.otlp.messages import Event
 
 Key = tuple[object, bytes, bytes]  # (authorization, trace id, span id)
 HOLD_S = 120.0
-MAX_RECORDS = 100_000
+MAX_RECORDS = 20_000  # held for seconds normally; a bound on memory (messages can be long)
 DONE_KEPT = 100_000
 
 LOG_RECORDS = Counter(

@@ -107,7 +107,8 @@ def _from_events(events: Iterable[Event]) -> tuple[list[Any], list[Any]]:
             outputs += found[1]
         elif e.name in ROLE_EVENTS:
             fields = e.fields()
-            inputs.append({"role": ROLE_EVENTS[e.name], "content": fields.get("content"), "parts": fields.get("parts")})
+            content = fields.get("content", e.body if isinstance(e.body, str) else None)  # or a text body
+            inputs.append({"role": ROLE_EVENTS[e.name], "content": content, "parts": fields.get("parts")})
         elif e.name == CHOICE:
             fields = e.fields()
             index = fields.get("index", 0)
