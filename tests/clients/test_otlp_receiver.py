@@ -179,28 +179,32 @@ def test_tokens_partial_success_and_no_token(make_gateway):
         assert [(m.model, m.accepted_predictions) for m in client.list_models()] == [("swift", 1)]
 
 
-def test_tls_both_ways(make_gateway, tmp_path):
-    """The exporter speaks TLS to the receiver, the receiver TLS to the gateway, with the token."""
+def test_tls_both_ways(make_gateway, tmp_path, monkeypatch):
+    """The exporters speak TLS to the receiver (gRPC and HTTPS), the receiver TLS to the gateway, with the token."""
     from tests.certs import make_pki
 
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):  # requests lets these win over the exporter's CA
+        monkeypatch.delenv(name, raising=False)
     pki = make_pki(tmp_path)
     gw = make_gateway(tokens=TOKEN, families=["accuracy"], tls_cert=pki.server_cert, tls_key=pki.server_key)
     receiver = ReceiverThread(target=gw.address, gateway_tls_ca=pki.ca, tls_cert=pki.server_cert,
                               tls_key=pki.server_key, token=TOKEN)  # fmt: skip
     try:
-        exporter = OTLPSpanExporter(
-            endpoint=receiver.endpoint, insecure=False, credentials=grpc.ssl_channel_credentials(pki.ca.read_bytes())
-        )
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        s = provider.get_tracer("t").start_span("chat", attributes={"gen_ai.request.model": "tls-model",
-                                                                    "gen_ai.completion": "ok"})  # fmt: skip
-        s.end()
-        provider.shutdown()
+        for model, exporter in [
+            ("tls-grpc", OTLPSpanExporter(endpoint=receiver.endpoint, insecure=False,
+                                          credentials=grpc.ssl_channel_credentials(pki.ca.read_bytes()))),
+            ("tls-http", HttpSpanExporter(endpoint=f"https://127.0.0.1:{receiver.receiver.http_port}/v1/traces",
+                                          certificate_file=str(pki.ca), timeout=10)),
+        ]:  # fmt: skip
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            attrs = {"gen_ai.request.model": model, "gen_ai.completion": "ok"}
+            provider.get_tracer("t").start_span("chat", attributes=attrs).end()
+            provider.shutdown()
     finally:
         receiver.stop()
     with gw.client(TOKEN, tls_ca=pki.ca) as client:
-        assert [(m.model, m.accepted_predictions) for m in client.list_models()] == [("tls-model", 1)]
+        assert [(m.model, m.accepted_predictions) for m in client.list_models()] == [("tls-grpc", 1), ("tls-http", 1)]
 
 
 def test_the_command(make_gateway):
