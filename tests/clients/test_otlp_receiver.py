@@ -397,3 +397,24 @@ def test_http_json_partial_success_and_status_codes(make_gateway, r):
     status = status_pb2.Status.FromString(bad_protobuf.content)
     assert status.code == code_pb2.INVALID_ARGUMENT and "ExportTraceServiceRequest" in status.message
     assert wrong_type.status_code == 415 and get.status_code == 405
+
+
+def test_http_gateway_unreachable_is_retryable():
+    """While the gateway cannot be reached the exporter is told to retry: HTTP 503 with a google.rpc.Status."""
+    import requests
+
+    from holistic_app.up import free_address
+
+    receiver = ReceiverThread(target=free_address(), token=TOKEN, event_wait_s=0, submit_timeout_s=0.5)
+    request = ts.ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add(trace_id=b"\1" * 16, span_id=b"\2" * 8)
+    span.attributes.extend([KeyValue(key="gen_ai.request.model", value=AnyValue(string_value="m")),
+                            KeyValue(key="gen_ai.completion", value=AnyValue(string_value="ok"))])  # fmt: skip
+    try:
+        reply = requests.post(f"{receiver.http}/v1/traces", data=request.SerializeToString(),
+                              headers={"Content-Type": PROTOBUF}, timeout=30)  # fmt: skip
+    finally:
+        receiver.stop()
+    assert (reply.status_code, reply.headers["Content-Type"]) == (503, PROTOBUF)
+    status = status_pb2.Status.FromString(reply.content)
+    assert status.code == code_pb2.UNAVAILABLE and status.message.startswith("the gateway: UNAVAILABLE")
