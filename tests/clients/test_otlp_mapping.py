@@ -133,6 +133,7 @@ def test_perturbation_and_overrides():
         ({"gen_ai.operation.name": "create_agent", "gen_ai.request.model": "m"}, Status.STATUS_CODE_OK,
          "operation_create_agent"),
         ({"gen_ai.operation.name": "rerank", "gen_ai.request.model": "m"}, Status.STATUS_CODE_OK, "operation_other"),
+        ({"gen_ai.operation.name": ["chat"], "gen_ai.request.model": "m"}, Status.STATUS_CODE_OK, "operation_other"),
     ],
 )  # fmt: skip
 def test_unusable_spans_say_why(attrs, status, reason):

@@ -82,7 +82,8 @@ def to_prediction(
     Unusable with the reason when it has none to give (`no_output` last, so it alone can be waited out)."""
     attrs = {**{k: v for k, v in resource.items() if k.startswith("holistic.")}, **attributes(span.attributes)}
     operation = attrs.get("gen_ai.operation.name")
-    if operation is not None and operation not in defaults.operations:  # older spans name none: a call
+    # older spans name no operation: a call
+    if operation is not None and (operation := str(operation)) not in defaults.operations:
         raise Unusable(f"operation_{operation}" if operation in KNOWN_OPERATIONS else "operation_other")
     if span.status.code == Status.STATUS_CODE_ERROR:
         raise Unusable("error_status")
