@@ -33,15 +33,21 @@ def quality_exporter(address: str | None) -> None:
 
 @click.command("otlp-receiver")
 @click.option("--address", default=None, help="host:port to receive OTLP/gRPC on (default HOLISTIC_OTLP_ADDRESS).")
+@click.option(
+    "--http-address", default=None, help="host:port of OTLP/HTTP, '' for none (default HOLISTIC_OTLP_HTTP_ADDRESS)."
+)
 @click.option("--target", default=None, help="The gateway (default HOLISTIC_OTLP_TARGET).")
-def otlp_receiver(address: str | None, target: str | None) -> None:
-    """Receive OpenTelemetry GenAI spans (OTLP/gRPC) and submit them as predictions, exactly once."""
+def otlp_receiver(address: str | None, http_address: str | None, target: str | None) -> None:
+    """Receive OpenTelemetry GenAI spans and log records (OTLP/gRPC and OTLP/HTTP) and submit the
+    chat calls among them as predictions, exactly once."""
     from holistic.observability import setup_logging
     from holistic.settings import load_settings
     from holistic_client.otlp.receiver import load_otlp_settings, serve
 
     try:
         overrides = {k: v for k, v in (("address", address), ("target", target)) if v}
+        if http_address is not None:
+            overrides["http_address"] = http_address
         settings, otlp = load_settings(), load_otlp_settings(**overrides)
         setup_logging(settings.log_format, settings.log_level)
         asyncio.run(serve(otlp))

@@ -122,7 +122,7 @@ def _settings_table(cls: type[BaseSettings]) -> Iterator[str]:
 def _settings_classes() -> Iterable[tuple[str, str, type[BaseSettings]]]:
     from gateway.quality_exporter import QualitySettings
     from holistic.settings import Settings
-    from holistic_client.otlp.receiver import OtlpSettings
+    from holistic_client.otlp.settings import OtlpSettings
 
     yield "process", "Every process (`holistic up`, gateway, workers, janitor, CLI commands that read Redis).", Settings
     yield "quality-exporter", "`holistic quality-exporter` ([Prometheus](../prometheus.md)).", QualitySettings

@@ -1,10 +1,10 @@
 """One OTLP span -> one Prediction, or the reason it cannot be one.
 
 GenAI spans (OpenTelemetry semantic conventions, `gen_ai.*`) say which model answered, its token usage,
-its duration and, when content capture is on, the messages. Current conventions: `gen_ai.input.messages`
-and `gen_ai.output.messages` (JSON: role + typed parts); older ones: `gen_ai.prompt` / `gen_ai.completion`
-as JSON messages or text, on the span or on its `gen_ai.content.prompt` / `gen_ai.content.completion`
-events, and the flattened `gen_ai.prompt.<i>.content` form. What OTel has no name for comes as `holistic.*`
+its duration and, when content capture is on, the messages (on the span, its events or correlated log
+records: messages.py). Only the operations in Defaults.operations (chat, text_completion,
+generate_content) are predictions; embeddings, tools and agents are not, and a span whose answer
+cannot be found is not scored as an empty one. What OTel has no name for comes as `holistic.*`
 attributes (on the span, or on its resource for a whole service): scenario, task, references, confidence,
 correct, source, groups, perturbation, id. The id defaults to `<trace id>-<span id>`, so a span sent twice
 is the same prediction.
@@ -12,15 +12,15 @@ is the same prediction.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from holistic.v1 import prediction_pb2 as pb
+from holistic_client.otlp.messages import Event, conversation
 
 TASKS = {pb.Task.Name(t).removeprefix("TASK_").lower(): t for t in pb.Task.values() if t != pb.TASK_UNSPECIFIED}
 FAMILIES = {"robustness": pb.PERTURBATION_FAMILY_ROBUSTNESS, "fairness": pb.PERTURBATION_FAMILY_FAIRNESS}
@@ -28,10 +28,16 @@ TTFT_ATTRIBUTES = ("holistic.time_to_first_token", "gen_ai.response.time_to_firs
                    "gen_ai.server.time_to_first_token")  # fmt: skip
 
 
+# gen_ai.operation.name values that are one model answering a prompt; embeddings, tools and agents are not.
+PREDICTION_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+KNOWN_OPERATIONS = PREDICTION_OPERATIONS | {"embeddings", "execute_tool", "create_agent", "invoke_agent"}
+
+
 @dataclass(frozen=True)
 class Defaults:
     scenario: str = "production"
     task: int = pb.TASK_FREE_GENERATION
+    operations: frozenset[str] = field(default=PREDICTION_OPERATIONS)
 
 
 class Unusable(ValueError):
@@ -55,75 +61,6 @@ def is_genai(attrs: Mapping[str, Any]) -> bool:
     return any(k.startswith("gen_ai.") for k in attrs)
 
 
-def _text_of_message(message: Any) -> str:
-    """Text of one message: current `parts` ({type: text, content}), `content` as text or OpenAI-style parts."""
-    if isinstance(message, str):
-        return message
-    if not isinstance(message, Mapping):
-        return ""
-    parts = message.get("parts")
-    if isinstance(parts, list):
-        return "".join(p.get("content", "") for p in parts if isinstance(p, Mapping) and p.get("type") == "text")
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", p.get("content", ""))) for p in content if isinstance(p, Mapping))
-    return ""
-
-
-def _messages(raw: Any) -> list[Any]:
-    """A messages attribute: JSON text, plain text (one message), or already structured."""
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return [raw]
-        raw = parsed
-    if isinstance(raw, Mapping):
-        return [raw]
-    return list(raw) if isinstance(raw, list) else []
-
-
-def _flattened(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """gen_ai.prompt.0.role / gen_ai.prompt.0.content ... (the older flattened form) in index order."""
-    out: dict[int, dict[str, Any]] = {}
-    for key, v in attrs.items():
-        head, _, rest = key.removeprefix(prefix + ".").partition(".")
-        if key.startswith(prefix + ".") and head.isdigit() and rest in ("role", "content"):
-            out.setdefault(int(head), {})[rest] = v
-    return [out[i] for i in sorted(out)]
-
-
-def _find_messages(attrs: Mapping[str, Any], events: Mapping[str, Mapping[str, Any]], kind: str) -> list[Any]:
-    current, old, event = (
-        ("gen_ai.input.messages", "gen_ai.prompt", "gen_ai.content.prompt")
-        if kind == "input"
-        else ("gen_ai.output.messages", "gen_ai.completion", "gen_ai.content.completion")
-    )
-    for raw in (attrs.get(current), attrs.get(old), events.get(event, {}).get(old)):
-        if raw is not None:
-            return _messages(raw)
-    return _flattened(attrs, old)
-
-
-def input_text(messages: list[Any]) -> str:
-    """The last user message (the prompt this answer is for); without roles, every message's text."""
-    users = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
-    if users:
-        return _text_of_message(users[-1])
-    return "\n".join(t for t in (_text_of_message(m) for m in messages) if t)
-
-
-def output_text(messages: list[Any]) -> str:
-    """The first choice's text."""
-    for m in messages:
-        text = _text_of_message(m)
-        if text:
-            return text
-    return ""
-
-
 def _number(attrs: Mapping[str, Any], *names: str) -> float | None:
     for name in names:
         v = attrs.get(name)
@@ -134,15 +71,25 @@ def _number(attrs: Mapping[str, Any], *names: str) -> float | None:
     return None
 
 
-def to_prediction(span: Span, resource: Mapping[str, Any], defaults: Defaults) -> pb.Prediction:
-    """The span's prediction; Unusable with the reason when it has none to give."""
+def span_events(span: Span) -> list[Event]:
+    return [Event(e.name, attributes(e.attributes)) for e in span.events]
+
+
+def to_prediction(
+    span: Span, resource: Mapping[str, Any], defaults: Defaults, logs: Iterable[Event] = ()
+) -> pb.Prediction:
+    """The span's prediction, its messages from the span, its events and the correlated log records `logs`;
+    Unusable with the reason when it has none to give (`no_output` last, so it alone can be waited out)."""
     attrs = {**{k: v for k, v in resource.items() if k.startswith("holistic.")}, **attributes(span.attributes)}
+    operation = attrs.get("gen_ai.operation.name")
+    # older spans name no operation: a call
+    if operation is not None and (operation := str(operation)) not in defaults.operations:
+        raise Unusable(f"operation_{operation}" if operation in KNOWN_OPERATIONS else "operation_other")
     if span.status.code == Status.STATUS_CODE_ERROR:
         raise Unusable("error_status")
     model = attrs.get("holistic.model") or attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
     if not isinstance(model, str) or not model:
         raise Unusable("no_model")
-    events = {e.name: attributes(e.attributes) for e in span.events}
     p = pb.Prediction(model=model)
     p.id = str(attrs.get("holistic.id") or f"{span.trace_id.hex()}-{span.span_id.hex()}")
     p.scenario = str(attrs.get("holistic.scenario") or defaults.scenario)
@@ -153,8 +100,6 @@ def to_prediction(span: Span, resource: Mapping[str, Any], defaults: Defaults) -
         p.task = TASKS[str(task).lower().removeprefix("task_")]  # type: ignore[assignment]
     else:
         raise Unusable("bad_task")
-    p.input = input_text(_find_messages(attrs, events, "input"))
-    p.output = output_text(_find_messages(attrs, events, "output"))
     refs = attrs.get("holistic.references")
     if refs is not None:
         p.references.extend([str(r) for r in refs] if isinstance(refs, list) else [str(refs)])
@@ -178,6 +123,9 @@ def to_prediction(span: Span, resource: Mapping[str, Any], defaults: Defaults) -
     _timing(p, span, attrs)
     if span.end_time_unix_nano:
         p.produced_at.FromNanoseconds(span.end_time_unix_nano)
+    p.input, p.output = conversation(attrs, [*span_events(span), *logs])
+    if not p.output:  # never scored as an empty answer: content capture off, or its log records not here yet
+        raise Unusable("no_output")
     return p
 
 
