@@ -37,6 +37,7 @@ EXTERNAL = {
     ("*", (("holistic.dev/monitoring", "true"),), 9100),
     ("*", (("holistic.dev/monitoring", "true"),), 9465),
     ("holistic-otlp-receiver", (("holistic.dev/otlp-sender", "true"),), 4317),
+    ("holistic-otlp-receiver", (("holistic.dev/otlp-sender", "true"),), 4318),
     ("holistic-dashboard", (("holistic.dev/dashboard-proxy", "true"),), 8765),
     ("holistic-redis", (("kubernetes.io/metadata.name", "keda"),), 6379),
 }
