@@ -89,7 +89,9 @@ def send_span(endpoint: str, model: str) -> None:
 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True)))
-    provider.get_tracer("compose-test").start_span("chat", attributes={"gen_ai.request.model": model}).end()
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                  "gen_ai.prompt": "Capital of France?", "gen_ai.completion": "Paris"}  # fmt: skip
+    provider.get_tracer("compose-test").start_span("chat", attributes=attributes).end()
     provider.shutdown()
 
 
