@@ -41,14 +41,14 @@ class Settings(BaseSettings):
         default="everysec",
         description="strict: a batch is acknowledged only once on disk (appendfsync always, or WAITAOF >= 7.2).",
     )
-    key_prefix: str = Field(default="hl", pattern=r"^[a-z][a-z0-9_]{0,15}$")
+    key_prefix: str = Field(default="hl", pattern=r"^[a-z][a-z0-9_]{0,15}$", description="Prefix of every Redis key.")
     redis_cluster: bool = Field(default=False, description="REDIS_URL names a node of a Redis Cluster.")
     queue_shards: int = Field(
         default=1, ge=1, le=1024, description="Work stream shards (a model's batches stay in one); fix at deploy."
     )
 
     # --- Gateway ---------------------------------------------------------------------------
-    gateway_address: str = "127.0.0.1:50051"
+    gateway_address: str = Field(default="127.0.0.1:50051", description="host:port the gateway listens on.")
     gateway_processes: int = Field(default=1, ge=1, le=64, description="Processes sharing the port.")
     tokens: str = Field(
         default="",
@@ -70,14 +70,14 @@ class Settings(BaseSettings):
         description="Prove a batch valid from its bytes in C (gateway/_wireproof.c) before the Python checks; "
         "false: always the Python path (for comparison; the answers are the same).",
     )
-    max_batch_predictions: int = Field(default=1000, ge=1, le=100_000)
+    max_batch_predictions: int = Field(default=1000, ge=1, le=100_000, description="Predictions per SubmitPredictions.")
     max_text_bytes: int = Field(default=1 << 20, ge=1024, description="Per text field (input, output, ...).")
-    max_references: int = Field(default=64, ge=1)
+    max_references: int = Field(default=64, ge=1, description="References per prediction.")
     max_map_entries: int = Field(default=32, ge=1, description="groups and metadata entries.")
     max_ranking_documents: int = Field(default=1000, ge=1, description="Documents per ranking (TASK_RANKING).")
-    max_message_bytes: int = Field(default=64 << 20, ge=1 << 20)
+    max_message_bytes: int = Field(default=64 << 20, ge=1 << 20, description="gRPC message limit.")
     backlog_max_batches: int = Field(default=5000, ge=1, description="Per family group; over it: backpressure.")
-    idempotency_ttl_s: int = Field(default=86_400, ge=60)
+    idempotency_ttl_s: int = Field(default=86_400, ge=60, description="How long a batch_id is remembered.")
     future_skew_s: float = Field(default=300.0, ge=0, description="produced_at may be this far ahead.")
     families: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -122,19 +122,21 @@ class Settings(BaseSettings):
         "that trickle in are applied together (see apply_max_predictions): one apply's tier writes cost the same "
         "for one batch or several; 0: process at once.",
     )
-    block_ms: int = Field(default=1000, ge=1)
+    block_ms: int = Field(default=1000, ge=1, description="How long a worker's read waits for new entries.")
     claim_idle_ms: int = Field(default=30_000, ge=10, description="Pending this long: a crashed consumer's.")
     max_deliveries: int = Field(default=6, ge=1, description="Deliveries before an entry is dead-lettered.")
     max_failures: int = Field(default=3, ge=1, description="Caught exceptions before dead-lettering.")
-    recover_interval_s: float = Field(default=5.0, gt=0)
+    recover_interval_s: float = Field(
+        default=5.0, gt=0, description="How often a worker claims crashed consumers' work."
+    )
     worker_shards: Annotated[list[int], NoDecode] = Field(
         default_factory=list, description="Queue shards this worker reads, comma separated; empty: all."
     )
-    janitor_interval_s: float = Field(default=10.0, gt=0)
+    janitor_interval_s: float = Field(default=10.0, gt=0, description="How often the janitor trims the stream.")
 
     # --- Statistics and profiles -----------------------------------------------------------
-    minute_retention_s: int = Field(default=3 * 86_400, ge=3600)
-    hour_retention_s: int = Field(default=400 * 86_400, ge=86_400)
+    minute_retention_s: int = Field(default=3 * 86_400, ge=3600, description="How long minute buckets live.")
+    hour_retention_s: int = Field(default=400 * 86_400, ge=86_400, description="How long hour buckets live.")
     main_metrics: dict[str, str] = Field(
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )
@@ -149,7 +151,7 @@ class Settings(BaseSettings):
         default="", description="host:port for Prometheus /metrics of this process; empty: none."
     )
     log_format: Literal["text", "json"] = Field(default="text", description="json: one JSON object per line.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log threshold.")
 
     # --- Dashboard ---------------------------------------------------------------------------
     dashboard_address: str = Field(

@@ -24,7 +24,7 @@ pipeline has; no tagger, parser or NER component splits or merges tokens.
 
 NLTK's `punkt_tab` (for HELM's BLEU and bias tokenization) is a download from GitHub that HELM makes
 at run time; the tool gives HELM an empty English `punkt_tab` instead (untrained Punkt), which is
-exactly what the service does (README, Conformance), so the comparison isolates everything else.
+exactly what the service does (docs/conformance.md), so the comparison isolates everything else.
 """
 
 from __future__ import annotations

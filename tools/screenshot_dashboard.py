@@ -1,4 +1,4 @@
-"""Screenshot a running dashboard with Debian's headless Chromium (the README's docs/dashboard.png).
+"""Screenshot a running dashboard with Debian's headless Chromium (docs/dashboard.png, in the README and the docs).
 
 holistic up --demo --keep-running --dashboard-address 127.0.0.1:8765 &
 .venv/bin/python tools/screenshot_dashboard.py "http://127.0.0.1:8765/?window=all&detail=swift-8b" docs/dashboard.png

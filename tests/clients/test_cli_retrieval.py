@@ -1,4 +1,4 @@
-"""Ranking predictions as a user sends them: the README's JSON Lines through `holistic submit`, a bad
+"""Ranking predictions as a user sends them: docs/metrics.md's JSON Lines through `holistic submit`, a bad
 ranking reported by line and field, and `holistic profile` showing the retrieval family."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from holistic_app.cli import main
 from tests.conftest import drain
 
-# The README's example (Retrieval, Input), and a bad relevance on line 4.
+# The docs' example (docs/metrics.md, Retrieval, Input), and a bad relevance on line 4.
 LINES = [
     '{"id": "q17", "scenario": "msmarco", "task": "TASK_RANKING", "input": "what is a lobster roll",'
     ' "ranking": {"documents": [{"id": "p1", "score": 3.2, "relevance": 1}, {"id": "p2", "score": 1.5}]}}',

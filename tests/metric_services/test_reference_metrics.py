@@ -1,7 +1,7 @@
 """HELM's reference metrics (crfm-helm 0.5.16 evaluate_reference_metrics.py), quirks included.
 
 Every expected value is worked out by hand in the comment next to it, from HELM's definitions
-(`docs/architecture.md` and the README's Accuracy section name the metrics).
+(`docs/architecture.md` and docs/metrics.md's Accuracy section name the metrics).
 """
 
 from __future__ import annotations

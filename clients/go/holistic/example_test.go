@@ -9,7 +9,7 @@ import (
 	"github.com/holistic-eval/holistic/clients/go/holistic"
 )
 
-// The README's example, compiled by go vet and go test (not run: it needs a gateway).
+// docs/clients.md's example, compiled by go vet and go test (not run: it needs a gateway).
 func Example() {
 	ctx := context.Background()
 	c, err := holistic.Dial("127.0.0.1:50051", holistic.Options{Token: os.Getenv("HOLISTIC_TOKEN")})

@@ -21,7 +21,7 @@ class OtlpSettings(BaseSettings):
     token: str | None = Field(default=None, repr=False, description="For exporters that send no authorization.")
     gateway_tls_ca: Path | None = Field(default=None, description="CA of the gateway's certificate: TLS to it.")
     tls_cert: Path | None = Field(default=None, description="Serve OTLP over TLS with this certificate chain.")
-    tls_key: Path | None = None
+    tls_key: Path | None = Field(default=None, description="Key of the receiver's certificate (PEM).")
     default_scenario: str = Field(default="production", description="For spans without holistic.scenario.")
     default_task: str = Field(default="free_generation", description="For spans without holistic.task.")
     operations: str = Field(
@@ -34,7 +34,9 @@ class OtlpSettings(BaseSettings):
     max_batch: int = Field(default=1000, ge=1, le=100_000, description="Predictions per SubmitPredictions.")
     submit_timeout_s: float = Field(default=8.0, gt=0, description="Per submit; retried within it.")
     metrics_address: str = Field(
-        default="", validation_alias=AliasChoices("HOLISTIC_OTLP_METRICS_ADDRESS", "HOLISTIC_METRICS_ADDRESS")
+        default="",
+        validation_alias=AliasChoices("HOLISTIC_OTLP_METRICS_ADDRESS", "HOLISTIC_METRICS_ADDRESS"),
+        description="host:port of the receiver's Prometheus /metrics; unset: none.",
     )
 
     def defaults(self) -> Defaults:
