@@ -67,3 +67,62 @@ def test_compare_exits_non_zero_when_a_chosen_axis_got_worse(gateway, make_worke
 
     bad = runner.invoke(main, [*args, "--fail-on", "acuracy"])
     assert bad.exit_code == 2 and "unknown axis acuracy" in bad.output
+
+
+def test_a_gate_with_nothing_to_judge_fails_closed(gateway, make_worker, tmp_path):
+    """Predictions produced 30 days ago: the last hour and the hour before are empty. --fail-on must not
+    pass on that: exit 3, naming the window and where the data is; --allow-empty opts out."""
+    now = time.time()
+    old = [prediction(f"o{i}", model="m", latency_s=0.5, produced_at_s=now - 30 * 86_400) for i in range(20)]
+    path = tmp_path / "old.jsonl"
+    write_predictions(path, old)
+    runner = CliRunner()
+    assert runner.invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"]).exit_code == 0
+    drain(make_worker("accuracy"), make_worker("efficiency"))
+    args = ["compare", "m", "--window", "1h", "--target", gateway.address, "--fail-on", "accuracy"]
+
+    gated = runner.invoke(main, args)
+    assert gated.exit_code == 3, gated.output
+    message = " ".join(gated.output.split())
+    assert "m: nothing to judge for accuracy: the window " in message
+    assert "has 0 predictions and the one before" in message
+    assert "20 predictions accepted in all, the newest batch at " in message and "(just now)" in message
+    assert "windows count each prediction at its produced_at" in message
+    assert runner.invoke(main, [*args, "--allow-empty"]).exit_code == 0
+    assert runner.invoke(main, ["compare", "m", "--window", "1h", "--target", gateway.address]).exit_code == 0
+
+
+def test_an_axis_without_data_on_one_side_is_undecided_not_passed(gateway, make_worker, tmp_path):
+    """Both windows have accuracy, neither has toxicity (no toxicity worker ran): a gate on toxicity
+    cannot pass, and a regression elsewhere still wins (exit 1)."""
+    now = time.time()
+    rows = [prediction(f"b{i}", model="m", produced_at_s=now - 80 * 60) for i in range(10)]
+    rows += [prediction(f"a{i}", model="m", produced_at_s=now) for i in range(10)]
+    path = tmp_path / "p.jsonl"
+    write_predictions(path, rows)
+    runner = CliRunner()
+    assert runner.invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"]).exit_code == 0
+    drain(make_worker("accuracy"))
+    args = ["compare", "m", "--window", "1h", "--target", gateway.address]
+    assert runner.invoke(main, [*args, "--fail-on", "accuracy"]).exit_code == 0  # 1 → 1: judged, not worse
+    toxic = runner.invoke(main, [*args, "--fail-on", "toxicity", "--json"])
+    assert toxic.exit_code == 3
+    assert json.loads(toxic.output.splitlines()[0])["undecided"] == ["toxicity"]
+
+
+def test_values_within_the_tolerance_are_no_move():
+    """BLEU-4 of 2.2e-308 against 2.8e-309, each with a degenerate interval: 0 against 0, not worse."""
+    from holistic.v1 import profile_pb2 as pp
+
+    def profile(value: float) -> pp.Profile:
+        p = pp.Profile(model="m")
+        fam = p.families.add(family="accuracy")
+        m = fam.metrics.add(name="bleu_4", value=value)
+        m.interval.lower = m.interval.upper = value
+        return p
+
+    (change,) = client_compare.compare(profile(2.8e-309), profile(2.2e-308))
+    assert (change.matters, change.better, change.delta) == (False, None, 0.0)
+    assert change.why == "no move (within 1e-09)"
+    (real,) = client_compare.compare(profile(0.25), profile(0.5))
+    assert real.matters and real.better is False
