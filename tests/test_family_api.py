@@ -7,6 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 import holistic.family as api
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +40,9 @@ def test_the_guide_imports_only_the_family_api():
 
 
 def test_the_example_plugins_import_only_the_family_api():
-    for path in (ROOT / "tests" / "plugin_family").rglob("*.py"):
+    paths = [*(ROOT / "tests" / "plugin_family").rglob("*.py"), *(ROOT / "tests" / "plugin_family_p95").rglob("*.py")]
+    assert len(paths) >= 2
+    for path in paths:
         assert _project_imports(path.read_text(encoding="utf-8")) <= {"holistic.family"}, path
 
 
@@ -61,3 +65,27 @@ def test_the_offline_recipe_runs_and_any_split_gives_the_same_fold():
     # ten outputs "42" grounded in their references: grounded_numbers = 10 / 10, scored by the plugin
     metric = next(m for m in one.report.metrics if m.name == "grounded_numbers")
     assert (metric.value, metric.count) == (1.0, 10)
+
+
+def test_the_p95_example_family_folds_percentiles_that_any_split_reproduces():
+    """Outputs of 1..200 characters in scenario a, 1000 characters in b: a's p95 is the 190th value, 190,
+    within the sketch's 1 %; b's is 1000; the mean over all 220 is exact; any split gives the same fold."""
+    sys.path.insert(0, str(ROOT / "tests" / "plugin_family_p95"))
+    try:
+        from holistic_output_length import FAMILY
+    finally:
+        sys.path.pop(0)
+    preds = [api.Prediction(id=f"a{i}", scenario="a", task=2, output="x" * i) for i in range(1, 201)]
+    preds += [api.Prediction(id=f"b{i}", scenario="b", task=2, output="y" * 1000) for i in range(20)]
+    one = api.fold_offline(FAMILY, [preds])
+    split = api.fold_offline(FAMILY, [preds[:7], preds[7:150], preds[150:]])
+    a = {m.name: m for m in one.scenarios["a"].metrics}
+    assert a["output_chars_p95"].value == pytest.approx(190, rel=0.01)
+    assert a["output_chars_p50"].value == pytest.approx(100, rel=0.01)
+    assert a["output_chars_mean"].value == pytest.approx(100.5)
+    assert {m.name: m.value for m in one.scenarios["b"].metrics}["output_chars_p95"] == pytest.approx(1000, rel=0.01)
+    assert one.report.count == 220
+    total = {m.name: m.value for m in one.report.metrics}
+    assert total["output_chars_mean"] == pytest.approx((sum(range(1, 201)) + 20 * 1000) / 220)
+    assert [m.value for m in one.report.metrics] == [m.value for m in split.report.metrics]
+    assert [m.value for m in one.scenarios["a"].metrics] == [m.value for m in split.scenarios["a"].metrics]
