@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 
 from click.testing import CliRunner
 
@@ -67,3 +68,46 @@ def test_compare_exits_non_zero_when_a_chosen_axis_got_worse(gateway, make_worke
 
     bad = runner.invoke(main, [*args, "--fail-on", "acuracy"])
     assert bad.exit_code == 2 and "unknown axis acuracy" in bad.output
+
+
+def _submit(gateway, tmp_path, preds) -> None:
+    path = tmp_path / "p.jsonl"
+    write_predictions(path, preds)
+    result = CliRunner().invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_gate_with_nothing_to_judge_fails_closed(gateway, make_worker, tmp_path):
+    """Every prediction 34 days old: the last hour and the hour before are empty, so --fail-on has
+    nothing to judge: exit 3 naming the window and where the data is, unless --allow-empty."""
+    old = (int(time.time()) // 60 - 34 * 1440 - 5) * 60  # 34 days and 5 minutes ago, on a minute
+    newest = datetime.fromtimestamp(old, tz=UTC).strftime("%Y-%m-%dT%H:%MZ")
+    _submit(gateway, tmp_path, [prediction(f"p{i}", model="m", produced_at_s=old - 60 * (i % 3)) for i in range(9)])
+    drain(make_worker("accuracy"))
+    args = ["compare", "m", "--window", "1h", "--target", gateway.address, "--fail-on", "accuracy,toxicity"]
+    runner = CliRunner()
+    gated = runner.invoke(main, args)
+    assert gated.exit_code == 3, gated.output
+    line = " ".join(gated.output.split())  # a narrow terminal folds the line
+    assert "m: nothing to judge for accuracy, toxicity: the window 20" in line
+    assert "has 0 predictions, the one before (" in line
+    assert f"newest prediction 34 days ago, {newest}" in line
+    assert runner.invoke(main, [*args, "--allow-empty"]).exit_code == 0
+    assert runner.invoke(main, args[:-2]).exit_code == 0  # no --fail-on: not a gate
+    record = json.loads(runner.invoke(main, [*args, "--json"]).output.splitlines()[0])
+    assert record["nothing_to_judge"] == ["accuracy", "toxicity"]
+
+
+def test_an_axis_without_data_on_one_side_is_nothing_to_judge(gateway, make_worker, tmp_path):
+    """Predictions in this hour only: the hour before has no accuracy to compare with, so the gate
+    does not pass (exit 3); the exit 1 of a real regression still wins (test above)."""
+    now = time.time()
+    _submit(gateway, tmp_path, [prediction(f"a{i}", model="m", produced_at_s=now - 60) for i in range(5)])
+    drain(make_worker("accuracy"))
+    args = ["compare", "m", "--window", "1h", "--target", gateway.address, "--fail-on", "accuracy"]
+    gated = CliRunner().invoke(main, args)
+    assert gated.exit_code == 3, gated.output
+    line = " ".join(gated.output.split())
+    assert "m: nothing to judge for accuracy: the window 20" in line
+    assert "has 5 predictions, the one before (" in line and ") 0; newest prediction " in line
+    assert CliRunner().invoke(main, [*args, "--allow-empty"]).exit_code == 0

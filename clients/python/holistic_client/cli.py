@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
 from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
+from holistic_client.empty_window import empty_note
 from holistic_client.jsonl import parse_processes, read_predictions
 from holistic_client.terminal import console as make_console
 from holistic_client.terminal import count, table, text
@@ -171,6 +172,8 @@ def profile(
                     out.print(part)
         return
     out.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
+    for note in filter(None, (empty_note(p, time.time()) for p in profiles)):
+        out.print(text(note))
     for p in profiles if detail else profiles[:1] if len(profiles) == 1 else []:
         for part in detail_tables(p):
             out.print(part)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -15,10 +16,12 @@ from holistic_client.axes import axis_name, dimension_name
 from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.client import WINDOWS, ClientError
 from holistic_client.compare import Change, compare, previous_range
+from holistic_client.empty_window import newest_text, range_text
 from holistic_client.terminal import console, num, table, text
 
 AXES = [axis_name(k) for k in pp.DimensionKind.values() if k]
 WORSE_STATUS = 1  # a chosen axis got significantly worse; 2 stays for errors
+EMPTY_STATUS = 3  # nothing to judge: a --fail-on name without a value in either window (fails closed)
 
 
 def _names(value: str) -> list[str]:
@@ -43,6 +46,24 @@ def regressions(changes: list[Change], fail_on: list[str]) -> list[Change]:
         for c in changes
         if c.matters and c.better is False and (c.name in chosen or ("any" in chosen and c.kind == "dimension"))
     ]
+
+
+def _judged(name: str, profile: pp.Profile) -> bool:
+    """Whether the profile has a value for a --fail-on name (`any`: at least one axis with a score)."""
+    if "/" in name:
+        family, _, metric = name.partition("/")
+        return any(f.family == family and any(m.name == metric for m in f.metrics) for f in profile.families)
+    scored = [dimension_name(d) for d in profile.dimensions if d.HasField("score")]
+    return bool(scored) if name == "any" else name in scored
+
+
+def unjudged(fail_on: list[str], current: pp.Profile, previous: pp.Profile) -> list[str]:
+    """The --fail-on names that this window or the one before has no value for: nothing to judge."""
+    return [n for n in fail_on if not (_judged(n, current) and _judged(n, previous))]
+
+
+def utc_range(start: datetime, end: datetime) -> str:
+    return f"{start:%Y-%m-%dT%H:%MZ}..{end:%Y-%m-%dT%H:%MZ}"
 
 
 def changes_table(model: str, changes: list[Change], previous_n: int, show_all: bool) -> object:
@@ -76,19 +97,27 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
 @click.option(
     "--fail-on", "fail_on", default="", metavar="AXES",
     help="Exit 1 when one of these got significantly worse: comma-separated axes (accuracy,toxicity), "
-    "`any` axis, or FAMILY/METRIC (efficiency/latency_p90).",
+    "`any` axis, or FAMILY/METRIC (efficiency/latency_p90); exit 3 when one has no value in either window.",
+)  # fmt: skip
+@click.option(
+    "--allow-empty", is_flag=True,
+    help="With --fail-on, pass (exit 0) instead of exit 3 when a window has nothing to judge.",
 )  # fmt: skip
 @click.option("--all", "show_all", is_flag=True, help="Every metric, not only the axes and what matters.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per model: the changes and the regressions.")
 @target_option
 @token_option
 def compare_command(
-    models: tuple[str, ...], window: str, fail_on: str, show_all: bool, as_json: bool, target: str,
-    connect: Connect,
+    models: tuple[str, ...], window: str, fail_on: str, allow_empty: bool, show_all: bool, as_json: bool,
+    target: str, connect: Connect,
 ) -> None:  # fmt: skip
-    """Compare MODELS' last WINDOW with the window before it, as the dashboard does."""
+    """Compare MODELS' last WINDOW with the window before it, as the dashboard does.
+
+    With --fail-on it is a gate that fails closed: exit 1 when a named axis or metric got significantly
+    worse, else exit 3 when one has no value in this window or the one before (unless --allow-empty)."""
     chosen = _names(fail_on)
     worse: list[tuple[str, Change]] = []
+    empty: list[str] = []
     out = console()
     with connect(target) as client:
         for model in models:
@@ -105,9 +134,18 @@ def compare_command(
             changes = compare(current, previous)
             bad = regressions(changes, chosen)
             worse += [(model, c) for c in bad]
+            missing = unjudged(chosen, current, previous)
+            if missing:
+                empty.append(
+                    f"{model}: nothing to judge for {', '.join(missing)}: the window {range_text(current.window)} "
+                    f"has {current.counts.window_predictions:,} predictions, the one before "
+                    f"({utc_range(start, end)}) {previous.counts.window_predictions:,}; "
+                    + newest_text(current, time.time())
+                )
             if as_json:
                 record = {"model": model, "window": window, "previous": [start.isoformat(), end.isoformat()],
-                          "changes": [asdict(c) for c in changes], "regressions": [c.name for c in bad]}  # fmt: skip
+                          "changes": [asdict(c) for c in changes], "regressions": [c.name for c in bad],
+                          "nothing_to_judge": missing}  # fmt: skip
                 click.echo(json.dumps(record))
                 continue
             out.print(changes_table(model, changes, previous.counts.window_predictions, show_all))
@@ -116,5 +154,9 @@ def compare_command(
             text(f"{model}: {c.name} got significantly worse")
             + text(f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; {c.why})")
         )
+    for line in empty:
+        console(stderr=True).print(text(line) + ("" if allow_empty else " (exit 3; --allow-empty passes)"))
     if worse:
         sys.exit(WORSE_STATUS)
+    if empty and not allow_empty:
+        sys.exit(EMPTY_STATUS)
