@@ -177,3 +177,9 @@ def test_an_empty_window_says_where_the_data_is(gateway, make_worker, tmp_path):
     assert f"; newest prediction 34 days ago, {newest}" in line
     everything = runner.invoke(main, ["profile", "m", "--target", gateway.address]).output
     assert "no predictions in the window" not in everything  # all time holds them
+    # an older batch, applied by a worker that never raised the newest minute, leaves it where it was
+    write_predictions(path, [prediction("older", model="m", produced_at_s=old - 86_400)])
+    assert runner.invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"]).exit_code == 0
+    drain(make_worker("accuracy"))
+    again = runner.invoke(main, ["profile", "m", "--window", "24h", "--target", gateway.address])
+    assert f"; newest prediction 34 days ago, {newest}" in " ".join(again.output.split())
