@@ -111,8 +111,9 @@ def submit(
     if (file is None) == (not demo):
         raise click.UsageError("give FILE or --demo (one of them)")
     if demo:
-        lines: Iterable[Line] = rebased(SAMPLE, time.time())[0]
-        total = None if no_progress else len(lines)  # type: ignore[arg-type]
+        sample = rebased(SAMPLE, time.time())[0]
+        lines: Iterable[Line] = sample
+        total = None if no_progress else len(sample)
     else:
         assert file is not None
         lines = read_predictions(file, processes=parse_processes_ or parse_processes(file))
