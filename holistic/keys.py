@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The field of a model's meta hash holding the epoch minute of its newest prediction (produced_at, else
+# accept time) that a worker applied: where the data is when a window is empty.
+NEWEST_MINUTE = "newest_minute"
+
 
 @dataclass(frozen=True)
 class Keys:
@@ -60,7 +64,8 @@ class Keys:
         return f"{self._model(model)}:ingest:{batch_id}"
 
     def meta(self, model: str) -> str:
-        """HASH: accepted predictions and batches, first and last accept time."""
+        """HASH: accepted predictions and batches, first and last accept time (the gateway), and the
+        epoch minute of the newest prediction applied (`NEWEST_MINUTE`, the workers)."""
         return f"{self._model(model)}:meta"
 
     def done(self, model: str, family: str) -> str:

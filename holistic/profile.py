@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from holistic.families import Axis, Family, FamilyFold, ScenarioAccuracy, ScenarioPart
 from holistic.intervals import mean_of_parts
+from holistic.keys import NEWEST_MINUTE
 from holistic.registry import installed, load_family
 from holistic.settings import Settings
 from holistic.signature import make_signature
@@ -109,6 +110,8 @@ def build(
     profile.counts.accepted_predictions = int(meta.get("accepted_predictions", 0))
     profile.counts.accepted_batches = int(meta.get("accepted_batches", 0))
     profile.counts.window_predictions = max((f.report.count for f in folds.values()), default=0)
+    if NEWEST_MINUTE in meta:
+        profile.counts.newest_prediction_time.FromSeconds(int(meta[NEWEST_MINUTE]) * 60)
     return profile
 
 

@@ -9,31 +9,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-import holistic
 from holistic_client import Client, terminal
+from holistic_client.demo_sample import SAMPLE, rebased
 from holistic_client.display import detail_tables, family_table, profiles_table, trust_table
-from holistic_client.jsonl import Line, read_predictions
+from holistic_client.jsonl import Line
 
-SAMPLE = Path(holistic.__file__).parent / "data" / "demo_predictions.jsonl.gz"
 SUMMARIZATION_COLUMNS = (
     "rouge_2", "rouge_l", "bleu", "chrf", "coverage", "density", "compression",
     "semantic_similarity_reference", "semantic_similarity_source",
 )  # fmt: skip
 RETRIEVAL_COLUMNS = ("RR@10", "Success@1", "Success@10", "Recall@10", "queries_pending_judgments")
-
-
-def rebased(path: Path, now_s: float) -> tuple[list[Line], int]:
-    """The sample's lines with produced_at shifted so the newest is a minute ago (windows show data)."""
-    lines = list(read_predictions(path))
-    newest = max(
-        (ln.prediction.produced_at.seconds for ln in lines if ln.prediction and ln.prediction.HasField("produced_at")),
-        default=int(now_s),
-    )
-    shift = int(now_s) - 60 - newest
-    for ln in lines:
-        if ln.prediction is not None and ln.prediction.HasField("produced_at"):
-            ln.prediction.produced_at.seconds += shift
-    return lines, shift
+__all__ = ["SAMPLE", "rebased", "run", "wait_applied"]  # SAMPLE, rebased: the demo submitted as of now
 
 
 def wait_applied(client: Client, models: list[str], timeout_s: float = 180.0) -> None:

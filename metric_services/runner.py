@@ -116,6 +116,9 @@ class Worker:
         self.instances = InstanceStore(client, self.keys, self.group, ttl, cap, cluster=settings.redis_cluster)
         self._signatures: dict[str, tuple[str, bytes]] = {}  # model -> this worker's signature: id, bytes
         self._recorded: set[str] = set()  # models whose signature an apply of this process has written
+        # per model, the newest minute an apply of this process raised its meta's NEWEST_MINUTE to: only
+        # a newer one is sent (under steady traffic about once a minute)
+        self._newest: dict[str, int] = {}
 
     def signature_of(self, model: str) -> tuple[str, bytes]:
         """This worker's signature for `model`: its id (the statistics count predictions under it) and
@@ -127,6 +130,7 @@ class Worker:
             if len(self._signatures) >= 10_000:
                 self._signatures.clear()
                 self._recorded.clear()
+                self._newest.clear()
             self._signatures[model] = known
         return known
 
@@ -315,6 +319,9 @@ class Worker:
                 merged = bool(results[id(w)])
                 if merged:
                     self._recorded.add(w.entry.model)
+                    if w.per_minute:
+                        newest = max(w.per_minute)
+                        self._newest[w.entry.model] = max(newest, self._newest.get(w.entry.model, newest))
                     self.counters.applied += 1
                     self.counters.predictions += w.n
                 else:  # another replica applied it since our GETBIT, or it is no longer pending here
@@ -433,9 +440,13 @@ class Worker:
         until one of its applies has written it."""
         model = w.entry.model
         signature = self.signature_of(model)
+        newest = max(w.per_minute) if w.per_minute else None
+        if newest is not None and newest <= self._newest.get(model, newest - 1):
+            newest = None  # an apply of this process raised it that far already
         return apply_args(
-            w, self.keys, self.group, self.settings, signature, model not in self._recorded, by_minute, hashes
-        )
+            w, self.keys, self.group, self.settings, signature, model not in self._recorded, by_minute, hashes,
+            newest,
+        )  # fmt: skip
 
 
 def run_worker(family: str | Family, settings: Settings, client: redis.Redis) -> Worker:

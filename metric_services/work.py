@@ -16,7 +16,7 @@ from typing import Any
 
 from holistic import envelope as env_mod
 from holistic.families import Partial
-from holistic.keys import Keys
+from holistic.keys import NEWEST_MINUTE, Keys
 from holistic.settings import Settings
 from holistic.stats import Stats, signature_field
 from holistic.windows import tier_buckets
@@ -87,10 +87,12 @@ def apply_args(
     write_signature: bool,
     by_minute: dict[int, Stats] | None = None,
     hashes: dict[str, tuple[int, list[Any]]] | None = None,
+    newest_minute: int | None = None,
 ) -> tuple[list[str], list[Any]]:
     """KEYS and ARGV of apply.lua: the statistics tiers of by_minute (default: w's), then any
     instance-state hashes with their ops. signature: the worker's (id, bytes); its id counts the
-    predictions, its bytes are written beside them while write_signature."""
+    predictions, its bytes are written beside them while write_signature. newest_minute: raised on
+    the model's meta hash (kept at its max) when given."""
     by_minute = w.by_minute if by_minute is None else by_minute
     model = w.entry.model
     sid, raw_signature = signature
@@ -131,6 +133,8 @@ def apply_args(
         hash_ops.append((key, seconds, ops_of[id(st)]))
     if write_signature:  # until one apply wrote it: the signature beside its counts
         hash_ops.append((keys.signatures(model, family), 0, ["s", sid, raw_signature]))
+    if newest_minute is not None:
+        hash_ops.append((keys.meta(model), 0, [">", NEWEST_MINUTE, str(newest_minute)]))
     sent: dict[int, int] = {}  # id(ops) -> 1-based index of the hash that carried them
     for i, (key, seconds, ops) in enumerate(hash_ops + [(k, t, ops) for k, (t, ops) in (hashes or {}).items()]):
         out_keys.append(key)

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 
 import pytest
 from click.testing import CliRunner
@@ -127,3 +129,57 @@ def test_small_messages(tmp_path, gateway):
     assert "line 2 column" not in result.output
     assert "line 2: model is required: set it on the request or on every prediction (or give --model)" in result.output
     assert "accepted 0 predictions in 0 batches" in result.output
+
+
+def test_the_readme_commands_show_the_demo_in_the_last_hour(gateway, make_worker):
+    """`holistic submit --demo` (the sample is dated 2026-11-01) shifts its times so the newest is a
+    minute old: the README's `profile atlas-70b swift-8b --window 1h` then shows predictions."""
+    runner = CliRunner()
+    submitted = runner.invoke(main, ["submit", "--demo", "--target", gateway.address, "--no-progress"])
+    assert submitted.exit_code == 0, submitted.output
+    assert "accepted 7,179 predictions" in submitted.output
+    drain(make_worker("accuracy"))
+    args = ["profile", "atlas-70b", "swift-8b", "--window", "1h", "--target", gateway.address]
+    shown = runner.invoke(main, args)
+    assert shown.exit_code == 0, shown.output
+    assert "no predictions in the window" not in shown.output
+    for p in (json.loads(line) for line in _json_objects(runner.invoke(main, [*args, "--json"]).output)):
+        assert int(p["counts"]["windowPredictions"]) > 0, p["model"]
+    assert runner.invoke(main, ["submit", "--target", gateway.address]).exit_code == 2  # FILE or --demo
+
+
+def _json_objects(out: str) -> list[str]:
+    """The indented JSON documents `profile --json` prints one after the other."""
+    docs, depth, start = [], 0, 0
+    for i, ch in enumerate(out):
+        if ch == "{":
+            start = i if depth == 0 else start
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                docs.append(out[start : i + 1])
+    return docs
+
+
+def test_an_empty_window_says_where_the_data_is(gateway, make_worker, tmp_path):
+    old = (int(time.time()) // 60 - 34 * 1440 - 5) * 60  # 34 days and 5 minutes ago, on a minute
+    path = tmp_path / "p.jsonl"
+    write_predictions(path, [prediction(f"p{i}", model="m", produced_at_s=old - 120 * i) for i in range(3)])
+    runner = CliRunner()
+    assert runner.invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"]).exit_code == 0
+    drain(make_worker("accuracy"))
+    shown = runner.invoke(main, ["profile", "m", "--window", "24h", "--target", gateway.address])
+    assert shown.exit_code == 0, shown.output
+    line = " ".join(shown.output.split())
+    newest = datetime.fromtimestamp(old, tz=UTC).strftime("%Y-%m-%dT%H:%MZ")
+    assert "m: no predictions in the window 20" in line
+    assert f"; newest prediction 34 days ago, {newest}" in line
+    everything = runner.invoke(main, ["profile", "m", "--target", gateway.address]).output
+    assert "no predictions in the window" not in everything  # all time holds them
+    # an older batch, applied by a worker that never raised the newest minute, leaves it where it was
+    write_predictions(path, [prediction("older", model="m", produced_at_s=old - 86_400)])
+    assert runner.invoke(main, ["submit", str(path), "--target", gateway.address, "--no-progress"]).exit_code == 0
+    drain(make_worker("accuracy"))
+    again = runner.invoke(main, ["profile", "m", "--window", "24h", "--target", gateway.address])
+    assert f"; newest prediction 34 days ago, {newest}" in " ".join(again.output.split())

@@ -79,3 +79,22 @@ def test_moves_that_matter():
     assert got["efficiency/within_latency_objective"].matters and got["efficiency/within_latency_objective"].better
     # volumes are left out.
     assert "efficiency/prompt_tokens_total" not in got
+
+
+def test_a_move_within_the_absolute_tolerance_is_no_move():
+    """BLEU-4 at 2.2e-308 then 2.8e-309 (each a point interval) is 0 then 0, not a significant drop."""
+    dust = metric("bleu_4", 2.2e-308, interval=(2.2e-308, 2.2e-308))
+    before = profile([dim(pp.DIMENSION_KIND_ACCURACY, 0.5, (0.5, 0.5))], [dust])
+    after = profile(
+        [dim(pp.DIMENSION_KIND_ACCURACY, 0.5 + 5e-10, (0.5 + 5e-10, 0.5 + 5e-10))],
+        [metric("bleu_4", 2.8e-309, interval=(2.8e-309, 2.8e-309))],
+    )
+    got = {c.name: c for c in compare(after, before)}
+    for name in ("efficiency/bleu_4", "accuracy"):
+        assert not got[name].matters and got[name].better is None, got[name]
+        assert got[name].why == "no move (within 1e-09)"
+    # just past the tolerance the intervals decide as before: disjoint, lower, worse
+    after.families[0].metrics[0].value = 2.2e-308 - 2e-9
+    after.families[0].metrics[0].interval.lower = after.families[0].metrics[0].interval.upper = 2.2e-308 - 2e-9
+    moved = {c.name: c for c in compare(after, before)}["efficiency/bleu_4"]
+    assert moved.matters and moved.better is False

@@ -33,6 +33,15 @@ def test_report_is_self_contained_and_escapes_user_text():
     assert '<dd id="meta-window">last hour</dd>' in page  # a hand-built profile has no resolved range
 
 
+def test_an_empty_window_in_the_report_says_where_the_data_is():
+    p = sample()
+    p.counts.window_predictions = 0
+    p.counts.newest_prediction_time.FromSeconds(int(datetime(2026, 11, 1, 12, 34, tzinfo=UTC).timestamp()))
+    page = build_report([p], "last hour", datetime(2026, 12, 5, 12, 40, 7, tzinfo=UTC))
+    assert "0 predictions in the window, " in page
+    assert "accepted all time; newest prediction 34 days ago, 2026-11-01T12:34Z</p>" in page
+
+
 def test_report_from_the_gateway_opens_offline_in_chromium(gateway, make_worker, tmp_path, browser):
     preds = [prediction(f"a{i}", model="m-a", latency_s=0.5) for i in range(4)]
     preds += [prediction(f"b{i}", model="m-b", output="Paris" if i == 0 else "Rome", latency_s=3.0) for i in range(4)]

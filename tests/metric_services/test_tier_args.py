@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from holistic.keys import Keys
+from holistic.keys import NEWEST_MINUTE, Keys
 from holistic.stats import Stats, signature_field
 from holistic.windows import tier_buckets
 from metric_services.work import Work
@@ -80,6 +80,7 @@ def test_tier_ops_equal_a_plain_per_bucket_merge(make_worker, make_settings):
         per_minute = {m: rng.randint(1, 50) for m in minutes} | {minutes[-1] + 1: 3}  # a minute without stats
         work = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", 10, by_minute, per_minute=per_minute)
         worker._recorded.add("m")  # no signature hash: statistics only
+        worker._newest["m"] = 10**9  # no newest minute on the meta hash either
         keys, args = worker._apply_args(work)
         got, reused = parsed(keys, args)
         want = reference(by_minute, per_minute, signature_field(sid), "m", worker.group, ttl)
@@ -89,3 +90,21 @@ def test_tier_ops_equal_a_plain_per_bucket_merge(make_worker, make_settings):
         # the tiers that hold every minute of the batch (all, d256, ...) carry the total's ops once
         whole = sum(1 for op in want.values() if op[1] == want[KEYS.stats("m", worker.group, "all")][1])
         assert reused == whole - 1 >= 1
+
+
+def test_the_newest_minute_is_raised_on_the_meta_hash_only_when_newer(make_worker):
+    """A worker raises the model's meta NEWEST_MINUTE (kept at its max by apply.lua's `>`) with an apply
+    whose newest minute is past what its earlier applies sent; an older batch sends nothing."""
+    worker = make_worker("efficiency")
+    worker._recorded.add("m")
+
+    def meta_ops(per_minute: dict[int, int], seq: int) -> tuple[int, list] | None:
+        work = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", 1, {}, per_minute=per_minute)
+        got, _ = parsed(*worker._apply_args(work))
+        return got.get(KEYS.meta("m"))
+
+    assert meta_ops({28_000_005: 2, 28_000_007: 1}, 1) == (0, [">", NEWEST_MINUTE, "28000007"])
+    worker._newest["m"] = 28_000_007  # what the runner records once that apply merged
+    assert meta_ops({28_000_001: 4}, 2) is None
+    assert meta_ops({28_000_007: 4}, 3) is None
+    assert meta_ops({28_000_008: 1}, 4) == (0, [">", NEWEST_MINUTE, "28000008"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
@@ -14,9 +14,11 @@ from google.protobuf import json_format
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
+from holistic_client.demo_sample import SAMPLE, rebased
 from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
-from holistic_client.jsonl import parse_processes, read_predictions
+from holistic_client.empty_window import empty_note
+from holistic_client.jsonl import Line, parse_processes, read_predictions
 from holistic_client.terminal import console as make_console
 from holistic_client.terminal import count, table, text
 
@@ -83,7 +85,11 @@ def _say_retrying(target: str) -> Callable[[RetryNotice], None]:
 
 
 @click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--demo", is_flag=True,
+    help="Submit the bundled demo sample instead of FILE, its times shifted so the newest is a minute ago.",
+)  # fmt: skip
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--model", default="", help="Model for lines that do not name one.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
@@ -98,11 +104,20 @@ def _say_retrying(target: str) -> Callable[[RetryNotice], None]:
 @target_option
 @token_option
 def submit(
-    file: Path, batch_size: int, model: str, no_progress: bool, parse_processes_: int, timeout: float, target: str,
-    connect: Connect,
+    file: Path | None, demo: bool, batch_size: int, model: str, no_progress: bool, parse_processes_: int,
+    timeout: float, target: str, connect: Connect,
 ) -> None:  # fmt: skip
-    """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON)."""
-    total = None if no_progress else _count_lines(file)  # a pass over the file, for the bar alone
+    """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON), or --demo."""
+    if (file is None) == (not demo):
+        raise click.UsageError("give FILE or --demo (one of them)")
+    if demo:
+        sample = rebased(SAMPLE, time.time())[0]
+        lines: Iterable[Line] = sample
+        total = None if no_progress else len(sample)
+    else:
+        assert file is not None
+        lines = read_predictions(file, processes=parse_processes_ or parse_processes(file))
+        total = None if no_progress else _count_lines(file)  # a pass over the file, for the bar alone
     with connect(target) as client, Progress(
         TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
         console=make_console(True), disable=no_progress, transient=True,
@@ -111,7 +126,7 @@ def submit(
         client.retry_for_s = timeout
         try:
             report = client.submit_lines(
-                read_predictions(file, processes=parse_processes_ or parse_processes(file)),
+                lines,
                 batch_size=batch_size,
                 model=model,
                 on_batch=lambda n: progress.advance(task, n),
@@ -171,6 +186,8 @@ def profile(
                     out.print(part)
         return
     out.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
+    for note in filter(None, (empty_note(p, time.time()) for p in profiles)):
+        out.print(text(note))
     for p in profiles if detail else profiles[:1] if len(profiles) == 1 else []:
         for part in detail_tables(p):
             out.print(part)

@@ -3,22 +3,21 @@
 
 A move matters when the two 95 % intervals do not overlap; where either side has no interval, when
 a radar score moves by at least `min_score_change` or a raw metric by at least `min_relative_change`
-of its earlier value. A radar axis that gains or loses its data always matters. Axes and unitless metrics are better
-higher, `lower_is_better` metrics lower; other metrics with a unit (tokens, tokens/s) move without
-a direction, and `*_total` volumes are left out: the prediction counts already say how busy it was.
-Two values within TOLERANCE of each other (relative, or absolute near 0) are the same: a BLEU-4 of 2.2e-308
-against 2.8e-309 is 0 against 0, not a change, whatever their (equally tiny) intervals say.
+of its earlier value. A move of at most `ABS_TOLERANCE` is no move at all, whatever the intervals say
+(BLEU's 2.2e-308 against 2.8e-309 is 0 against 0: floating-point dust, neither better nor worse). A
+radar axis that gains or loses its data always matters. Axes and unitless metrics are better higher,
+`lower_is_better` metrics lower; other metrics with a unit (tokens, tokens/s) move without a direction,
+and `*_total` volumes are left out: the prediction counts already say how busy it was.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.display import dimension_name
 
-TOLERANCE = 1e-9
+ABS_TOLERANCE = 1e-9  # an absolute move this small is no move (floating-point dust around 0)
 
 
 @dataclass(frozen=True)
@@ -51,10 +50,10 @@ def _move(
     direction: int, matters_without_intervals: bool, threshold_text: str,
 ) -> Change:  # fmt: skip
     """direction: +1 higher is better, -1 lower is better, 0 none."""
-    if math.isclose(before, after, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
-        return Change(name, kind, before, after, 0.0, None, False, f"no move (within {TOLERANCE:g})")
     delta = after - before
-    better = None if delta == 0 or direction == 0 else (delta > 0) == (direction > 0)
+    if abs(delta) <= ABS_TOLERANCE:
+        return Change(name, kind, before, after, delta, None, False, f"no move (within {ABS_TOLERANCE:g})")
+    better = None if direction == 0 else (delta > 0) == (direction > 0)
     a, b = intervals
     if a is not None and b is not None:
         disjoint = a[1] < b[0] or b[1] < a[0]

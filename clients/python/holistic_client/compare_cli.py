@@ -10,18 +10,18 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 
 import click
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.axes import axis_name, dimension_name
 from holistic_client.cli import Connect, target_option, token_option
-from holistic_client.client import WINDOWS, Client, ClientError
+from holistic_client.client import WINDOWS, ClientError
 from holistic_client.compare import Change, compare, previous_range
+from holistic_client.empty_window import newest_text, range_text
 from holistic_client.terminal import console, num, table, text
 
 AXES = [axis_name(k) for k in pp.DimensionKind.values() if k]
 WORSE_STATUS = 1  # a chosen axis got significantly worse; 2 stays for errors
-UNDECIDED_STATUS = 3  # a gate with nothing to judge (an empty window, an axis without data) fails closed
+EMPTY_STATUS = 3  # nothing to judge: a --fail-on name without a value in either window (fails closed)
 
 
 def _names(value: str) -> list[str]:
@@ -49,42 +49,21 @@ def regressions(changes: list[Change], fail_on: list[str]) -> list[Change]:
 
 
 def _judged(name: str, profile: pp.Profile) -> bool:
-    """Whether the profile has a value for a --fail-on name: an axis with a score, or FAMILY/METRIC."""
+    """Whether the profile has a value for a --fail-on name (`any`: at least one axis with a score)."""
     if "/" in name:
         family, _, metric = name.partition("/")
         return any(f.family == family and any(m.name == metric for m in f.metrics) for f in profile.families)
-    dims = [d for d in profile.dimensions if d.HasField("score")]
-    return bool(dims) if name == "any" else any(dimension_name(d) == name for d in dims)
+    scored = [dimension_name(d) for d in profile.dimensions if d.HasField("score")]
+    return bool(scored) if name == "any" else name in scored
 
 
-def undecided(chosen: list[str], current: pp.Profile, previous: pp.Profile) -> list[str]:
-    """The --fail-on names either window has no value for: a gate cannot pass on them."""
-    return [n for n in chosen if not (_judged(n, current) and _judged(n, previous))]
+def unjudged(fail_on: list[str], current: pp.Profile, previous: pp.Profile) -> list[str]:
+    """The --fail-on names that this window or the one before has no value for: nothing to judge."""
+    return [n for n in fail_on if not (_judged(n, current) and _judged(n, previous))]
 
 
-def _when(ts: Timestamp) -> str:
-    return datetime.fromtimestamp(ts.seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _ago(seconds: float) -> str:
-    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
-        if seconds >= size:
-            n = int(seconds // size)
-            return f"{n} {unit}{'' if n == 1 else 's'} ago"
-    return "just now"
-
-
-def where_the_data_is(client: Client, model: str, now: float) -> str:
-    """Where a model's predictions are, for a window that has none of what a gate needs."""
-    total = client.get_profile(model, "all")
-    if not total.counts.accepted_predictions:
-        return "the service has accepted no predictions for this model"
-    summary = next((m for m in client.list_models() if m.model == model), None)
-    text_ = f"{total.counts.accepted_predictions:,} predictions accepted in all"
-    if summary is not None and summary.HasField("last_accept_time"):
-        last = summary.last_accept_time
-        text_ += f", the newest batch at {_when(last)} ({_ago(now - last.seconds)})"
-    return text_ + "; windows count each prediction at its produced_at"
+def utc_range(start: datetime, end: datetime) -> str:
+    return f"{start:%Y-%m-%dT%H:%MZ}..{end:%Y-%m-%dT%H:%MZ}"
 
 
 def changes_table(model: str, changes: list[Change], previous_n: int, show_all: bool) -> object:
@@ -118,11 +97,11 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
 @click.option(
     "--fail-on", "fail_on", default="", metavar="AXES",
     help="Exit 1 when one of these got significantly worse: comma-separated axes (accuracy,toxicity), "
-    "`any` axis, or FAMILY/METRIC (efficiency/latency_p90).",
+    "`any` axis, or FAMILY/METRIC (efficiency/latency_p90); exit 3 when one has no value in either window.",
 )  # fmt: skip
 @click.option(
     "--allow-empty", is_flag=True,
-    help=f"Pass when a --fail-on name has no data in either window (default: exit {UNDECIDED_STATUS}).",
+    help="With --fail-on, pass (exit 0) instead of exit 3 when a window has nothing to judge.",
 )  # fmt: skip
 @click.option("--all", "show_all", is_flag=True, help="Every metric, not only the axes and what matters.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per model: the changes and the regressions.")
@@ -134,11 +113,11 @@ def compare_command(
 ) -> None:  # fmt: skip
     """Compare MODELS' last WINDOW with the window before it, as the dashboard does.
 
-    With --fail-on it is a gate: exit 1 when a named axis or metric got significantly worse, exit 3 when
-    there is nothing to judge (either window has no value for a named axis or metric), 2 on an error."""
+    With --fail-on it is a gate that fails closed: exit 1 when a named axis or metric got significantly
+    worse, else exit 3 when one has no value in this window or the one before (unless --allow-empty)."""
     chosen = _names(fail_on)
     worse: list[tuple[str, Change]] = []
-    unjudged: list[str] = []
+    empty: list[str] = []
     out = console()
     with connect(target) as client:
         for model in models:
@@ -155,19 +134,18 @@ def compare_command(
             changes = compare(current, previous)
             bad = regressions(changes, chosen)
             worse += [(model, c) for c in bad]
-            missing = undecided(chosen, current, previous)
+            missing = unjudged(chosen, current, previous)
             if missing:
-                now_range, before_range = _range_text(current.window), f"{_iso(start)}..{_iso(end)}"
-                unjudged.append(
-                    f"{model}: nothing to judge for {', '.join(missing)}: the window {now_range} has "
-                    f"{current.counts.window_predictions:,} predictions and the one before ({before_range}) "
-                    f"{previous.counts.window_predictions:,}, and {'they lack' if len(missing) > 1 else 'it lacks'} "
-                    f"a value on one side; {where_the_data_is(client, model, time.time())}"
+                empty.append(
+                    f"{model}: nothing to judge for {', '.join(missing)}: the window {range_text(current.window)} "
+                    f"has {current.counts.window_predictions:,} predictions, the one before "
+                    f"({utc_range(start, end)}) {previous.counts.window_predictions:,}; "
+                    + newest_text(current, time.time())
                 )
             if as_json:
                 record = {"model": model, "window": window, "previous": [start.isoformat(), end.isoformat()],
                           "changes": [asdict(c) for c in changes], "regressions": [c.name for c in bad],
-                          "undecided": missing}  # fmt: skip
+                          "nothing_to_judge": missing}  # fmt: skip
                 click.echo(json.dumps(record))
                 continue
             out.print(changes_table(model, changes, previous.counts.window_predictions, show_all))
@@ -176,19 +154,9 @@ def compare_command(
             text(f"{model}: {c.name} got significantly worse")
             + text(f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; {c.why})")
         )
-    for line in unjudged:
-        console(stderr=True).print(text(line))
+    for line in empty:
+        console(stderr=True).print(text(line) + ("" if allow_empty else " (exit 3; --allow-empty passes)"))
     if worse:
         sys.exit(WORSE_STATUS)
-    if unjudged and not allow_empty:
-        sys.exit(UNDECIDED_STATUS)
-
-
-def _iso(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _range_text(window: pp.Window) -> str:
-    if not window.HasField("range"):
-        return "all time"
-    return f"{_when(window.range.start_time)}..{_when(window.range.end_time)}"
+    if empty and not allow_empty:
+        sys.exit(EMPTY_STATUS)

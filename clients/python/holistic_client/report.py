@@ -20,6 +20,7 @@ from rich.text import Text
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
+from holistic_client.empty_window import newest_text
 
 STYLE = """
 body { font: 14px/1.45 "DejaVu Sans", system-ui, sans-serif; color: #1f2937; margin: 2em auto; max-width: 1200px;
@@ -119,8 +120,9 @@ def build_report(profiles: Sequence[pp.Profile], window_title: str, made_at: dat
     for p in profiles:
         body.append(f'<section class="model" id="model-{slug(p.model)}" data-model="{html.escape(p.model)}">')
         body.append(f"<h2>{html.escape(p.model)}</h2>")
+        where = "" if p.counts.window_predictions else f"; {newest_text(p, made_at.timestamp())}"
         body.append(f'<p class="note">{p.counts.window_predictions:,} predictions in the window, '
-                    f"{p.counts.accepted_predictions:,} accepted all time</p>")  # fmt: skip
+                    f"{p.counts.accepted_predictions:,} accepted all time{html.escape(where)}</p>")  # fmt: skip
         body.extend(table_html(t) for t in detail_tables(p))
         for name, section in SECTIONS.items():
             parts = "".join(part_html(x) for x in section(p))
