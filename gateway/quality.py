@@ -2,9 +2,10 @@
 
 One profile (a model over a window, or over the window just before it) gives, per present radar
 axis, its score, its 95 % interval bounds and its sample count, and, per family, the metrics a team
-picked (with their bounds and counts). An absent axis gives no series at all, never a 0, so alerts
-on it stay silent rather than fire. Labels: tenant, model, window ("1h", ...), period ("current" or
-"previous") and axis, or family and metric.
+picked or the family declares as exported (with their bounds and counts). An absent axis gives no
+series at all, never a 0, so alerts on it stay silent rather than fire. Labels: tenant, model,
+window ("1h", ...), period ("current" or "previous") and axis (the name the profile carries, a
+plugin family's own axis included), or family and metric.
 """
 
 from __future__ import annotations
@@ -14,38 +15,23 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from holistic.families import exported_metrics
+from holistic.registry import is_installed, load_family
 from holistic.v1 import profile_pb2 as pp
 
 AXIS_LABELS = ("tenant", "model", "axis", "window", "period")
 METRIC_LABELS = ("tenant", "model", "family", "metric", "window", "period")
 PROFILE_LABELS = ("tenant", "model", "window", "period")
 
-# The metrics exported per family unless HOLISTIC_QUALITY_METRICS says otherwise: each family's
-# headline numbers (the axis sources, and what a dashboard shows first).
-DEFAULT_METRICS: dict[str, list[str]] = {
-    "accuracy": ["exact_match", "quasi_exact_match", "f1_score"],
-    "efficiency": [
-        "latency_p50",
-        "latency_p99",
-        "time_to_first_token_p50",
-        "time_to_first_token_p99",
-        "output_tokens_per_second",
-        "within_latency_objective",
-    ],
-    "calibration": ["ece_10_bin"],
-    "robustness": ["robustness"],
-    "fairness": ["fairness"],
-    "summarization": ["rouge_2", "bleu", "chrf"],
-    "toxicity": ["toxic_frac", "expected_max_toxicity"],
-    "bias": [
-        "bias_metric:mode=representation,demographic_category=gender",
-        "bias_metric:mode=representation,demographic_category=race",
-    ],
-}
+
+def axis_name(dim: pp.Dimension) -> str:
+    """The axis's name as the profile carries it (a plugin family's own axis has no DimensionKind)."""
+    return dim.axis or pp.DimensionKind.Name(dim.kind).removeprefix("DIMENSION_KIND_").lower()
 
 
-def axis_name(kind: int) -> str:
-    return pp.DimensionKind.Name(kind).removeprefix("DIMENSION_KIND_").lower()
+def default_metrics(family: str) -> tuple[str, ...]:
+    """The metrics a family exports unless HOLISTIC_QUALITY_METRICS is set: its own declaration."""
+    return exported_metrics(load_family(family)) if is_installed(family) else ()
 
 
 @dataclass
@@ -107,22 +93,29 @@ class QualitySeries:
         ]  # fmt: skip
 
     def add_profile(
-        self, profile: pp.Profile, tenant: str, window: str, period: str, metrics: Mapping[str, Sequence[str]]
+        self,
+        profile: pp.Profile,
+        tenant: str,
+        window: str,
+        period: str,
+        metrics: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
-        """The series of one profile; `metrics` names, per family, the metrics to export."""
+        """The series of one profile; `metrics` names, per family, the metrics to export (None: each
+        family's declared `exported_metrics`)."""
         base = [tenant, profile.model]
         self.predictions.add_metric([*base, window, period], profile.counts.window_predictions)
         for dim in profile.dimensions:
             if not dim.HasField("score"):
                 continue
-            labels = [*base, axis_name(dim.kind), window, period]
+            labels = [*base, axis_name(dim), window, period]
             self.axis_score.add_metric(labels, dim.score)
             self.axis_samples.add_metric(labels, dim.count)
             if dim.HasField("interval"):
                 self.axis_lower.add_metric(labels, dim.interval.lower)
                 self.axis_upper.add_metric(labels, dim.interval.upper)
         for report in profile.families:
-            wanted = set(metrics.get(report.family, ()))
+            named = default_metrics(report.family) if metrics is None else metrics.get(report.family, ())
+            wanted = set(named)
             for m in _picked(report.metrics, wanted):
                 labels = [*base, report.family, m.name, window, period]
                 self.metric_value.add_metric(labels, m.value)

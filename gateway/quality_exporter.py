@@ -5,7 +5,7 @@ are the ones GetProfile returns), for the models and windows a team picks, every
 HOLISTIC_QUALITY_REFRESH_S, off the scrape path: a scrape returns the last snapshot. Each window
 also gets the window of equal length just before it (period="previous"), which is what the
 "significantly worse than the previous window" alert compares against. The series are bounded by
-the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods × (7 axes × 4 +
+the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods × (axes × 4 +
 the picked metrics × 4 + 1).
 """
 
@@ -23,11 +23,11 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gateway.profiles import ProfileReader, WindowSpec
-from gateway.quality import DEFAULT_METRICS, QualitySeries, floor_family
+from gateway.quality import QualitySeries, floor_family
 from holistic.errors import ConfigError, NotFound
 from holistic.redis_conn import RETRYABLE, async_client
 from holistic.settings import Settings
@@ -43,7 +43,6 @@ WINDOW_PRESETS = {
     "7d": pp.WINDOW_PRESET_LAST_WEEK,
     "all": pp.WINDOW_PRESET_ALL_TIME,
 }
-AXES = ("accuracy", "calibration", "robustness", "fairness", "bias", "toxicity", "efficiency")
 DEFAULT_FLOORS = {
     "accuracy": 0.5, "calibration": 0.8, "robustness": 0.5, "fairness": 0.5,
     "bias": 0.5, "toxicity": 0.95, "efficiency": 0.9,
@@ -66,7 +65,9 @@ class QualitySettings(BaseSettings):
     max_models: int = Field(default=20, ge=1, le=1000, description="Models exported at most (sorted; rest counted).")
     windows: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["1h", "24h"])
     previous: bool = Field(default=True, description="Also export the window just before each (period=previous).")
-    metrics: dict[str, list[str]] = Field(default_factory=lambda: dict(DEFAULT_METRICS))
+    metrics: dict[str, list[str]] | None = Field(
+        default=None, description="Per family, the metrics to export; unset: each family's exported_metrics."
+    )
     axis_floors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_FLOORS))
     refresh_s: float = Field(default=15.0, gt=0, description="Seconds between two snapshots.")
     address: str = Field(default="127.0.0.1:9465", description="host:port of /metrics.")
@@ -78,8 +79,10 @@ class QualitySettings(BaseSettings):
 
     @field_validator("metrics", "axis_floors", mode="before")
     @classmethod
-    def _json(cls, value: Any) -> Any:
-        return (json.loads(value) if value.strip() else {}) if isinstance(value, str) else value
+    def _json(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None if info.field_name == "metrics" else {}
+        return json.loads(value) if isinstance(value, str) else value
 
     @field_validator("windows")
     @classmethod
@@ -91,10 +94,10 @@ class QualitySettings(BaseSettings):
 
     @field_validator("axis_floors")
     @classmethod
-    def _known_axes(cls, value: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(value) - set(AXES))
-        if unknown:
-            raise ValueError(f"unknown axes {unknown}; known: {list(AXES)}")
+    def _named_axes(cls, value: dict[str, float]) -> dict[str, float]:
+        """Any axis a profile can carry, a plugin family's included: the name is the series' axis label."""
+        if any(not axis.strip() for axis in value):
+            raise ValueError("an axis floor needs an axis name")
         if any(not 0 <= f <= 1 for f in value.values()):
             raise ValueError("axis floors are scores in [0, 1]")
         return value

@@ -158,6 +158,8 @@ class Family(Protocol):
         """How this worker computes, for `model`: recorded with every batch it applies."""
         ...
 
+    # Optional: `exported_metrics: tuple[str, ...]`, the metrics `holistic quality-exporter` exports by
+    # default (exported_metrics() below falls back to the main metrics, then every declared name).
     # Optional: `describe_axis(signature) -> str`, appended to the family's dimension definitions once the
     # profile knows the signature its workers recorded (toxicity names the classifier's label).
     # Optional: `share(memo: holistic.shared_memo.SharedMemo) -> None`, called by a worker after `prepare`
@@ -175,6 +177,9 @@ class FamilyBase:
     metrics: ClassVar[tuple[MetricMetadata, ...]] = ()
     axis: ClassVar[Axis | None] = None
     main_metrics: ClassVar[tuple[str, ...]] = ()
+    # The metrics the quality exporter exports unless HOLISTIC_QUALITY_METRICS says otherwise; empty:
+    # see exported_metrics().
+    exported_metrics: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: FamilyConfig | None = None) -> None:
         self._config = config
@@ -190,6 +195,13 @@ class FamilyBase:
 
     def prepare(self, settings: Settings) -> None:
         self.config  # noqa: B018  (a bad variable stops the worker at start, naming it)
+
+
+def exported_metrics(family: Family) -> tuple[str, ...]:
+    """The metrics a family exports to Prometheus by default: its declared `exported_metrics`, else its
+    main metrics, else every metric it declares by a plain name (a `*` pattern names no one series)."""
+    declared = tuple(getattr(family, "exported_metrics", ()))
+    return declared or family.main_metrics or tuple(md.name for md in family.metrics if "*" not in md.name)
 
 
 def metadata_for(family: Family, metric: str) -> MetricMetadata | None:

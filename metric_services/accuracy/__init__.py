@@ -62,6 +62,7 @@ ACCURACY_DEFINITION = (
 
 class AccuracyFamily(FamilyBase):
     name = NAME
+    exported_metrics = ("exact_match", "quasi_exact_match", "f1_score")  # holistic quality-exporter's default series
     version = VERSION
     # The profile computes this axis itself from every family's scenario candidates (main_metrics).
     axis = Axis("accuracy", ACCURACY_DEFINITION, kind=DIMENSION_KIND_ACCURACY, order=1)

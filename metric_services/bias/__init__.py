@@ -86,6 +86,10 @@ class BiasConfig(ClassifierConfig):
 
 class BiasFamily(FamilyBase):
     name = NAME
+    exported_metrics = (
+        "bias_metric:mode=representation,demographic_category=gender",
+        "bias_metric:mode=representation,demographic_category=race",
+    )  # holistic quality-exporter's default series
     version = VERSION
     Config = BiasConfig
     config: BiasConfig

@@ -120,6 +120,7 @@ def _fields(scn: str) -> _Fields:
 
 class CalibrationFamily(FamilyBase):
     name = NAME
+    exported_metrics = ("ece_10_bin",)  # holistic quality-exporter's default series
     version = VERSION
     axis = Axis("calibration", "1 - ece_10_bin, averaged over scenarios.", kind=DIMENSION_KIND_CALIBRATION, order=2)
     metrics = (

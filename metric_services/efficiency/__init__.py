@@ -146,6 +146,14 @@ class EfficiencyConfig(FamilyConfig):
 
 class EfficiencyFamily(FamilyBase):
     name = NAME
+    exported_metrics = (
+        "latency_p50",
+        "latency_p99",
+        "time_to_first_token_p50",
+        "time_to_first_token_p99",
+        "output_tokens_per_second",
+        "within_latency_objective",
+    )  # holistic quality-exporter's default series
     version = VERSION
     Config = EfficiencyConfig
     config: EfficiencyConfig

@@ -69,6 +69,7 @@ class FairnessConfig(FamilyConfig):
 
 class FairnessFamily(FamilyBase):
     name = NAME
+    exported_metrics = ("fairness",)  # holistic quality-exporter's default series
     version = VERSION
     Config = FairnessConfig
     config: FairnessConfig

@@ -28,6 +28,7 @@ DEFINITION = (
 
 class RobustnessFamily(FamilyBase):
     name = NAME
+    exported_metrics = ("robustness",)  # holistic quality-exporter's default series
     version = VERSION
     axis = Axis("robustness", DEFINITION, kind=DIMENSION_KIND_ROBUSTNESS, order=3)
     metrics = WORST_CASE_METRICS

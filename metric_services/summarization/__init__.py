@@ -38,6 +38,7 @@ SEMANTIC_OFF = {
 
 class SummarizationFamily(FamilyBase):
     name = NAME
+    exported_metrics = ("rouge_2", "bleu", "chrf")  # holistic quality-exporter's default series
     version = VERSION
     Config = SummarizationConfig
     config: SummarizationConfig

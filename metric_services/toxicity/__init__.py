@@ -107,6 +107,7 @@ def _md(name: str, display: str, description: str) -> MetricMetadata:
 
 class ToxicityFamily(FamilyBase):
     name = NAME
+    exported_metrics = ("toxic_frac", "expected_max_toxicity")  # holistic quality-exporter's default series
     version = VERSION
     Config = ToxicityConfig
     config: ToxicityConfig

@@ -22,6 +22,7 @@ from holistic_app.up import free_address
 from tests.conftest import drain
 from tests.exporter_thread import ExporterThread
 from tests.factories import prediction
+from tests.plugins import plugins_site, two_plugins  # noqa: F401  (fixtures)
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = RULES_DIR / "holistic-alerts.yml"
@@ -170,3 +171,42 @@ def test_alerts_fire_in_prometheus_when_a_models_accuracy_drops(make_gateway, ma
     upper_now = 0.3 + 1.959963984540054 * math.sqrt(0.3 * 0.7 / 199)
     assert float(worse["value"]) == pytest.approx(upper_now, abs=1e-9)
     assert prom_values["previous_lower"] == pytest.approx(wilson(60, 60)[0], abs=1e-12)  # 60 / (60 + z²)
+
+
+@pytest.mark.usefixtures("two_plugins")
+def test_the_floor_alert_fires_on_a_plugin_axis(make_gateway, make_worker, tmp_path):
+    """Two plugin families, each its own axis series; only brevity's is under its floor, and fires."""
+    tool("prometheus")
+    gw = make_gateway(families="hallucination,brevity")
+    now = time.time()
+    model = "m-plugin"
+    # brevity (at most 3 words): 10 short of 50 = 0.2, under 0.9; hallucination: the 40 outputs whose
+    # number is in the input are grounded, 40 / 50 = 0.8, over 0.5
+    outputs = ["2"] * 10 + ["it has 2 moons now"] * 30 + ["it has 7 moons now"] * 10
+    preds = [
+        prediction(f"p{i}", input="It has 2 moons", output=out, references=["2"], produced_at_s=now - 30)
+        for i, out in enumerate(outputs)
+    ]
+    with gw.client() as client:
+        client.submit(preds, model=model)
+        drain(make_worker("hallucination", gw.settings), make_worker("brevity", gw.settings))
+    quality = load_quality_settings(
+        models=[model], windows=["15m"], refresh_s=0.2, axis_floors={"brevity": 0.9, "hallucination": 0.5}
+    )
+    exporter = ExporterThread(gw.settings, quality)
+    prom = Prometheus(tmp_path, f"127.0.0.1:{exporter.port}")
+    try:
+        score = f'holistic_quality_axis_score{{model="{model}",period="current",axis="%s"}}'
+        prom.until("both plugin axes scraped", lambda: prom.value(score % "brevity") is not None)
+        assert prom.value(score % "brevity") == pytest.approx(0.2)
+        assert prom.value(score % "hallucination") == pytest.approx(0.8)
+        seen = time.time()
+        prom.until("the quality rules evaluated after that", lambda: prom.evaluated_after(seen))
+        alerts = prom.api("alerts")["alerts"]  # type: ignore[index]
+    finally:
+        prom.stop()
+        exporter.stop()
+    below = [a for a in alerts if a["labels"]["alertname"] == "HolisticAxisBelowFloor" and a["state"] == "firing"]
+    assert [a["labels"]["axis"] for a in below] == ["brevity"]
+    assert float(below[0]["value"]) == pytest.approx(0.2)
+    assert below[0]["annotations"]["summary"] == f"{model}: brevity is 0.200 over the last 15m, below its floor"

@@ -150,7 +150,7 @@ def test_bad_settings_name_the_variable():
     with pytest.raises(ConfigError, match="HOLISTIC_QUALITY_WINDOWS"):
         load_quality_settings(windows=["2h"])
     with pytest.raises(ConfigError, match="HOLISTIC_QUALITY_AXIS_FLOORS"):
-        load_quality_settings(axis_floors={"speed": 0.5})
+        load_quality_settings(axis_floors={"accuracy": 2.0})
 
 
 def test_a_tenants_models(make_gateway, make_worker):
