@@ -1,0 +1,39 @@
+"""A profile says, per family, what was accepted but not applied yet: pending, never "no predictions"."""
+
+from __future__ import annotations
+
+from holistic.v1 import profile_pb2 as pp
+from tests.conftest import drain
+from tests.factories import prediction
+
+
+def pending(profile: pp.Profile) -> dict[str, tuple[int, int]]:
+    return {p.family: (p.pending_predictions, p.pending_batches) for p in profile.pending}
+
+
+def test_pending_right_after_submit_then_zero_once_applied(client, make_worker):
+    client.submit(
+        [prediction(f"a{i}", output="Paris", references=["Paris"]) for i in range(3)], batch_id="b1", model="m"
+    )
+    client.submit(
+        [prediction(f"b{i}", output="Rome", references=["Paris"]) for i in range(2)], batch_id="b2", model="m"
+    )
+    before = client.get_profile("m")
+    families = {f for f in pending(before)}
+    assert {"accuracy", "efficiency"} <= families
+    assert pending(before) == dict.fromkeys(families, (5, 2))  # no worker ran: everything accepted is pending
+    acc = next(d for d in before.dimensions if d.kind == pp.DIMENSION_KIND_ACCURACY)
+    assert not acc.HasField("score")
+    assert acc.absent_reason.startswith("pending: 5 accepted predictions not yet applied by the accuracy family")
+
+    drain(make_worker("accuracy"))
+    after = client.get_profile("m")
+    assert pending(after)["accuracy"] == (0, 0)
+    assert pending(after)["efficiency"] == (5, 2)  # its worker has not run
+    acc = next(d for d in after.dimensions if d.kind == pp.DIMENSION_KIND_ACCURACY)
+    assert acc.score == 0.6  # 3 of 5 exact matches
+
+    drain(make_worker("efficiency"))
+    eff = next(d for d in client.get_profile("m").dimensions if d.kind == pp.DIMENSION_KIND_EFFICIENCY)
+    assert eff.absent_reason == "no predictions with timing.latency in this window"  # applied: no longer pending
+    assert pending(client.get_profile("m"))["efficiency"] == (0, 0)
