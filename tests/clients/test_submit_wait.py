@@ -86,3 +86,20 @@ def test_profile_table_and_detail_show_pending(make_gateway, tmp_path):
     detail = CliRunner().invoke(main, ["profile", "m", "--detail", "--target", gateway.address], env=env)
     assert "pending: 3 accepted predictions not yet applied by the efficiency family" in detail.output
     assert "m: accuracy (0 predictions), pending 3" in detail.output
+
+
+def test_report_says_what_is_pending():
+    from datetime import UTC, datetime
+
+    from holistic.v1 import profile_pb2 as pp
+    from holistic_client.report import build_report
+
+    p = pp.Profile(model="m", pending=[pp.FamilyPending(family="accuracy", pending_predictions=4, pending_batches=1),
+                                       pp.FamilyPending(family="efficiency")])  # fmt: skip
+    p.counts.accepted_predictions = 4
+    acc = p.dimensions.add(kind=pp.DIMENSION_KIND_ACCURACY, axis="accuracy", family="accuracy")
+    acc.absent_reason = "pending: 4 accepted predictions not yet applied by the accuracy family"
+    page = build_report([p], "all time", datetime(2026, 12, 5, tzinfo=UTC))
+    assert "4 accepted all time; pending (accepted, not yet applied): accuracy 4</p>" in page
+    assert "<td class=num>0 pending 4</td><td class=num>pending 4</td>" in page  # the matrix row
+    assert "pending: 4 accepted predictions not yet applied by the accuracy family" in page
