@@ -37,3 +37,34 @@ def test_pending_right_after_submit_then_zero_once_applied(client, make_worker):
     eff = next(d for d in client.get_profile("m").dimensions if d.kind == pp.DIMENSION_KIND_EFFICIENCY)
     assert eff.absent_reason == "no predictions with timing.latency in this window"  # applied: no longer pending
     assert pending(client.get_profile("m"))["efficiency"] == (0, 0)
+
+
+def test_accepted_counts_per_family_and_a_family_deployed_later():
+    from holistic.pending import family_pending
+
+    # accuracy got both batches (5 predictions); efficiency was deployed after the first (3) and got the second
+    meta = {
+        "accepted_predictions": 5, "accepted_batches": 2, "accepted_predictions:accuracy": 5,
+        "accepted_batches:accuracy": 2, "accepted_predictions:efficiency": 2, "accepted_batches:efficiency": 1,
+    }  # fmt: skip
+    assert family_pending("efficiency", meta, 0, []) == pp.FamilyPending(
+        family="efficiency", pending_predictions=2, pending_batches=1
+    )
+    assert family_pending("accuracy", meta, 1, [b"3"]) == pp.FamilyPending(
+        family="accuracy", pending_predictions=2, pending_batches=1
+    )
+    assert family_pending("bias", meta, 0, []) == pp.FamilyPending(family="bias")  # never sent a batch
+    # a model accepted only by a gateway from before the per-family counts: the model's totals
+    legacy = {"accepted_predictions": 5, "accepted_batches": 2}
+    assert family_pending("bias", legacy, 1, [b"3", None]).pending_predictions == 2
+
+
+def test_submit_counts_accepted_per_family(client, r, settings):
+    from holistic.keys import Keys
+    from holistic.tenants import DEFAULT_TENANT, internal_model
+
+    client.submit([prediction(f"a{i}") for i in range(3)], batch_id="b1", model="m")
+    meta = r.hgetall(Keys(settings.key_prefix).meta(internal_model(DEFAULT_TENANT, "m")))
+    fams = {p.family for p in client.get_profile("m").pending}
+    assert {int(meta[f"accepted_predictions:{f}".encode()]) for f in fams} == {3}
+    assert {int(meta[f"accepted_batches:{f}".encode()]) for f in fams} == {1}
