@@ -68,3 +68,11 @@ def test_submit_counts_accepted_per_family(client, r, settings):
     fams = {p.family for p in client.get_profile("m").pending}
     assert {int(meta[f"accepted_predictions:{f}".encode()]) for f in fams} == {3}
     assert {int(meta[f"accepted_batches:{f}".encode()]) for f in fams} == {1}
+
+
+def test_watch_profile_carries_pending(client):
+    client.submit([prediction(f"a{i}") for i in range(4)], batch_id="b1", model="m")
+    stream = client.watch_profile("m")
+    first = next(iter(stream))  # the current profile, sent at once
+    stream.close()
+    assert set(pending(first).values()) == {(4, 1)} and "accuracy" in pending(first)
