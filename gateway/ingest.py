@@ -294,7 +294,9 @@ class Ingestor:
             header.accept_time.FromMilliseconds(int(accept_ms))
             stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
             await self.r.xadd(stream, envelope.fields_for(model, seq, incoming.raw, header))  # type: ignore[arg-type]
-            await self.scripts.mark_queued(keys=[ingest_key, self.keys.meta(model)])
+            await self.scripts.mark_queued(
+                keys=[ingest_key, self.keys.meta(model)], args=["", ",".join(header.families)]
+            )
         # On every answer, a retry's too: a crash after mark_queued must not leave the model unlisted.
         await self.r.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
         await self.r.zadd(self.keys.models_index(tenant), {public: 0})

@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 from gateway.deployment import Deployment
 from gateway.model_pages import Page, encode_token, page_of
 from gateway.read_limits import ReadLimits
+from holistic import pending as pending_mod
 from holistic import profile as profile_mod
 from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
@@ -189,7 +190,29 @@ class ProfileReader:
             self.families,
         )
         profile.model = public
+        sig_ids = [list(replies[1 + i * (1 + len(resolved.buckets))]) for i in range(len(families))]
+        meta = {k.decode(): float(v) for k, v in replies[0].items()}
+        pending_mod.mark_pending(profile, await self._pending(model, families, sig_ids, meta))
         return profile
+
+    async def _pending(
+        self, model: str, families: list[str], sig_ids: list[list[bytes]], meta: dict[str, float]
+    ) -> list[pp.FamilyPending]:
+        """Per family, accepted minus applied (holistic/pending.py): one pipeline, two commands a
+        family (BITCOUNT of its done bitmap, HMGET of its signature counts), whatever the model's size."""
+        pipe = self.r.pipeline(transaction=False)
+        for fam, ids in zip(families, sig_ids, strict=True):
+            pipe.bitcount(self.keys.done(model, fam))
+            fields = pending_mod.signature_fields(i.decode() for i in ids)
+            if fields:
+                pipe.hmget(self.keys.stats(model, fam, "all"), fields)
+        replies = iter(await pipe.execute())
+        out = []
+        for fam, ids in zip(families, sig_ids, strict=True):
+            batches = int(next(replies))
+            counts = next(replies) if ids else []
+            out.append(pending_mod.family_pending(fam, meta, batches, counts))
+        return out
 
     async def _hgetall_each(self, keys: list[str]) -> list[Any]:
         """HGETALL of every key, PIPELINE_CHUNK a round trip: short turns for Redis and this event loop."""

@@ -67,8 +67,8 @@ INVENTORY: tuple[Stored, ...] = (
            "the gateway (submit.lua)", "for as long as the service runs"),
     Stored("ingest", ("<model>", "<batch_id>"), "hash", "one batch's sequence, content hash, state, count and accept "
            "time (idempotency)", DERIVED, "the gateway (submit.lua)", "HOLISTIC_IDEMPOTENCY_TTL_S (24 h)"),
-    Stored("meta", ("<model>",), "hash", "accepted predictions and batches, first and last accept time, "
-           "newest prediction minute", DERIVED,
+    Stored("meta", ("<model>",), "hash", "accepted predictions and batches (in all and per family), first and last "
+           "accept time, newest prediction minute", DERIVED,
            "the gateway (submit.lua, accepted.lua); workers raise the newest minute (apply.lua)",
            "for as long as the service runs"),
     Stored("done", ("<model>", "<family>"), "bitmap", "one bit per batch sequence: the family applied it", DERIVED,

@@ -65,6 +65,6 @@ if nanos ~= 0 then stamp = stamp .. '\16' .. varint(nanos) end
 local tail = '\160\6' .. varint(seq) .. '\170\6' .. varint(#stamp) .. stamp
 redis.call('XADD', KEYS[5], '*', 'v', ARGV[6], 'm', ARGV[7], 's', seq, 'f', ARGV[8], 'e', ARGV[9], 'h', ARGV[10] .. tail)
 
-count_accepted(KEYS[3], n, ms)
+count_accepted(KEYS[3], n, ms, ARGV[8])
 if known[1] then return {1, seq, tonumber(n), at_ms} end
 return {0, seq, tonumber(n), at_ms}

@@ -73,7 +73,7 @@ def test_report_from_the_gateway_opens_offline_in_chromium(gateway, make_worker,
     assert by_model["m-a"]["accuracy"].startswith("1.000 (0.510–1.000)")
     assert by_model["m-b"]["accuracy"].startswith("0.250 ")
     assert by_model["m-a"]["efficiency"].startswith("1.000") and by_model["m-b"]["efficiency"].startswith("0.000")
-    assert by_model["m-a"]["calibration"] == "—"
+    assert by_model["m-a"]["calibration"] == "pending 4"  # deployed, its worker has not run: accepted, not applied
     for model in ("m-a", "m-b"):
         panels = js(f"return [...document.querySelectorAll('#model-{model} .panel h3')].map((h) => h.textContent)")
         assert panels == ["axes", "groups", "reliability", "robustness", "fairness", "toxicity", "bias",

@@ -25,6 +25,9 @@ const axis = (kind) => DimensionKind[kind].toLowerCase();
 function show(profile) {
   if (opts.json) return console.log(toJsonString(ProfileSchema, profile));
   console.log(`${profile.model}: ${profile.counts.windowPredictions} predictions (${opts.window})`);
+  // accepted, not yet applied: an absent axis may only be on its way
+  const pending = profile.pending.filter((f) => f.pendingPredictions > 0n).map((f) => `${f.family} ${f.pendingPredictions}`);
+  if (pending.length) console.log(`  pending: ${pending.join(", ")}`);
   for (const d of profile.dimensions) {
     console.log(`  ${axis(d.kind).padEnd(12)} ${d.score === undefined ? `— ${d.absentReason}` : d.score.toFixed(3)}`);
   }

@@ -101,11 +101,20 @@ def _say_retrying(target: str) -> Callable[[RetryNotice], None]:
     "--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
     help="Seconds to keep retrying a batch the gateway does not take (down, or busy) before giving up.",
 )  # fmt: skip
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Then block until every metric family applied what it accepted for the submitted models.",
+)
+@click.option(
+    "--wait-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0.1),
+    help="Seconds --wait waits before giving up (exit 3).",
+)  # fmt: skip
 @target_option
 @token_option
 def submit(
     file: Path | None, demo: bool, batch_size: int, model: str, no_progress: bool, parse_processes_: int,
-    timeout: float, target: str, connect: Connect,
+    timeout: float, wait: bool, wait_timeout: float, target: str, connect: Connect,
 ) -> None:  # fmt: skip
     """Submit a JSON Lines file of holistic.v1.Prediction (canonical protobuf JSON), or --demo."""
     if (file is None) == (not demo):
@@ -147,8 +156,27 @@ def submit(
         make_console(True).print(text(f"  line {line}:{where} {reason}"))
     if len(report.rejected) > 50:
         make_console(True).print(f"  ... and {len(report.rejected) - 50} more")
+    if wait and report.models:
+        _wait_applied(connect, target, sorted(report.models), wait_timeout)
     if report.rejected:
         sys.exit(1)
+
+
+def _wait_applied(connect: Connect, target: str, models: list[str], timeout: float) -> None:
+    """submit --wait: a line on stderr per look while predictions are pending; exit 3 on timeout."""
+    err = make_console(True)
+
+    def progress(waiting: dict[str, int]) -> None:
+        if waiting:
+            err.print(text("waiting: pending " + ", ".join(f"{m} {n:,}" for m, n in waiting.items())))
+
+    with connect(target) as client:
+        try:
+            client.wait_applied(models, timeout, on_progress=progress)
+        except (ClientError, TimeoutError) as exc:
+            err.print(f"[red]error:[/red] {text(exc)}")
+            sys.exit(3)
+    make_console().print(f"applied by every family: {', '.join(models)}")
 
 
 @click.command()

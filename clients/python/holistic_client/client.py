@@ -72,6 +72,7 @@ class SubmitReport:
     duplicates: int = 0
     batches: int = 0
     rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (line, field, reason)
+    models: set[str] = field(default_factory=set)  # those with a batch accepted
 
 
 class Client:
@@ -216,6 +217,7 @@ class Client:
                     chunk = [line for i, line in enumerate(chunk) if i not in bad]
                 continue
             report.batches += 1
+            report.models.add(chunk[0].model or model)
             if response.duplicate:
                 report.duplicates += response.accepted_count
             else:
@@ -229,6 +231,40 @@ class Client:
         request = es.GetProfileRequest(model=model)
         _set_window(request, window)
         return self._call(self.stub.GetProfile, request).profile  # type: ignore[attr-defined]
+
+    def wait_applied(
+        self,
+        models: Iterable[str],
+        timeout: float = 300.0,
+        on_progress: Callable[[dict[str, int]], None] | None = None,
+        poll_s: float = 0.25,
+    ) -> dict[str, pp.Profile]:
+        """Block until every deployed family applied all it accepted for each model (Profile.pending all
+        0), so a profile read next rests on everything submitted; the all-time profiles when it returns.
+        on_progress gets model -> predictions still pending (the most of any family) after each look.
+        Raises TimeoutError naming what is still pending after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        left = sorted(set(models))
+        done: dict[str, pp.Profile] = {}
+        while True:
+            waiting: dict[str, int] = {}
+            for model in left:
+                p = self.get_profile(model)
+                most = max((f.pending_predictions for f in p.pending if f.pending_predictions or f.pending_batches),
+                           default=None)  # fmt: skip
+                if most is None:
+                    done[model] = p
+                else:
+                    waiting[model] = most
+            if on_progress:
+                on_progress(waiting)
+            if not waiting:
+                return done
+            if time.monotonic() >= deadline:
+                what = ", ".join(f"{m}: {n:,}" for m, n in waiting.items())
+                raise TimeoutError(f"after {timeout:g} s, predictions not yet applied by every family: {what}")
+            left = list(waiting)
+            time.sleep(min(poll_s, max(deadline - time.monotonic(), 0.0)))
 
     def watch_profile(self, model: str, window: Window = "all") -> Iterator[pp.Profile]:
         request = es.WatchProfileRequest(model=model)

@@ -23,9 +23,15 @@ def axis_title(profiles: Sequence[pp.Profile], name: str, sep: str = " ") -> str
     return name
 
 
-def _cell(d: pp.Dimension) -> str:
+def pending_of(profile: pp.Profile) -> dict[str, int]:
+    """Family -> accepted predictions it has not applied yet (only those with some)."""
+    return {p.family: p.pending_predictions for p in profile.pending if p.pending_predictions}
+
+
+def _cell(d: pp.Dimension, pending: dict[str, int] | None = None) -> str:
     if not d.HasField("score"):
-        return "[dim]—[/dim]"
+        n = (pending or {}).get(d.family)
+        return f"[yellow]pending {n:,}[/yellow]" if n else "[dim]—[/dim]"
     out = f"{d.score:.3f}"
     if d.HasField("interval"):
         lo, hi = d.interval.lower, d.interval.upper
@@ -43,14 +49,17 @@ def profiles_table(profiles: Sequence[pp.Profile], title: str = "holistic profil
     shown = [text(axis_title(profiles, n)) for n in names]
     t = table(
         "model", "predictions", *shown, right=("predictions", *shown), title=title,
-        caption="score ± 95% half-width (or its bounds); — absent (no data); * low confidence",
+        caption="score ± 95% half-width (or its bounds); — absent (no data); * low confidence;"
+        " pending N: accepted, not yet applied",
     )  # fmt: skip
     for p in profiles:
         by_name = {dimension_name(d): d for d in p.dimensions}
+        pending = pending_of(p)
         t.add_row(
             f"[bold]{text(p.model)}[/bold]",
-            f"{p.counts.window_predictions:,}",
-            *(_cell(by_name[n]) if n in by_name else "—" for n in names),
+            f"{p.counts.window_predictions:,}"
+            + (f" [yellow]pending {max(pending.values()):,}[/yellow]" if pending else ""),
+            *(_cell(by_name[n], pending) if n in by_name else "—" for n in names),
         )
     return t
 
@@ -85,9 +94,12 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
     """Axes with their reasons, scenarios, and each family's metrics and signature."""
     model = text(profile.model)
     axes = table("axis", "score", "n", "definition / why absent", right=("score", "n"), title=f"{model}: dimensions")
+    pending = pending_of(profile)
     for d in profile.dimensions:
         note = text(d.definition) if d.HasField("score") else f"[dim]{text(d.absent_reason)}[/dim]"
-        axes.add_row(text(axis_title([profile], dimension_name(d))), _cell(d), f"{d.count:,}" if d.count else "", note)
+        axes.add_row(
+            text(axis_title([profile], dimension_name(d))), _cell(d, pending), f"{d.count:,}" if d.count else "", note
+        )
     cols = ("scenario", "task", "main metric", "n", "accuracy", "latency p50")
     scenarios = table(*cols, right=("n",), title=f"{model}: scenarios")
     for s in profile.scenarios:
@@ -105,6 +117,8 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
     out = [axes, scenarios]
     for fam in profile.families:
         title = f"{model}: {text(fam.family)} ({count(fam.count, 'prediction')})"
+        if fam.family in pending:
+            title += f", pending {pending[fam.family]:,}"
         caption = "\n".join([text(fam.signature.text)] + [f"{text(k)} absent: {text(v)}" for k, v in
                                                            sorted(fam.absent_metrics.items())])  # fmt: skip
         t = table("metric", "value", "n", right=("value", "n"), title=title, caption=caption)

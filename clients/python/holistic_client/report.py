@@ -121,8 +121,11 @@ def build_report(profiles: Sequence[pp.Profile], window_title: str, made_at: dat
         body.append(f'<section class="model" id="model-{slug(p.model)}" data-model="{html.escape(p.model)}">')
         body.append(f"<h2>{html.escape(p.model)}</h2>")
         where = "" if p.counts.window_predictions else f"; {newest_text(p, made_at.timestamp())}"
+        waiting = "; ".join(f"{f.family} {f.pending_predictions:,}" for f in p.pending if f.pending_predictions)
         body.append(f'<p class="note">{p.counts.window_predictions:,} predictions in the window, '
-                    f"{p.counts.accepted_predictions:,} accepted all time{html.escape(where)}</p>")  # fmt: skip
+                    f"{p.counts.accepted_predictions:,} accepted all time"
+                    + (f"; pending (accepted, not yet applied): {html.escape(waiting)}" if waiting else "")
+                    + f"{html.escape(where)}</p>")  # fmt: skip
         body.extend(table_html(t) for t in detail_tables(p))
         for name, section in SECTIONS.items():
             parts = "".join(part_html(x) for x in section(p))

@@ -210,6 +210,15 @@ func printProfile(out io.Writer, p *pb.Profile, window string, asJSON bool) erro
 		return err
 	}
 	fmt.Fprintf(out, "%s: %s (%s)\n", p.GetModel(), plural(int(p.GetCounts().GetWindowPredictions()), "prediction", "predictions"), window)
+	var pending []string // accepted, not yet applied: an absent axis may only be on its way
+	for _, f := range p.GetPending() {
+		if f.GetPendingPredictions() > 0 {
+			pending = append(pending, fmt.Sprintf("%s %d", f.GetFamily(), f.GetPendingPredictions()))
+		}
+	}
+	if len(pending) > 0 {
+		fmt.Fprintf(out, "  pending: %s\n", strings.Join(pending, ", "))
+	}
 	for _, d := range p.GetDimensions() {
 		axis := strings.ToLower(strings.TrimPrefix(d.GetKind().String(), "DIMENSION_KIND_"))
 		if d.Score == nil {

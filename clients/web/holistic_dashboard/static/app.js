@@ -1,6 +1,6 @@
 // The dashboard's state and wiring: one EventSource for live updates, re-rendering on each event.
 import { Radar } from "./radar.js";
-import { count, dimName, h } from "./util.js";
+import { count, dimName, h, pendingText } from "./util.js";
 import { renderDetail } from "./detail.js";
 import { renderCompare, renderMatrix } from "./views.js";
 
@@ -42,7 +42,8 @@ function renderAll() {
   radar.show(chosen);
   $("radar-notes").replaceChildren(...chosen.map((p) => {
     const absent = (p.dimensions ?? []).filter((d) => typeof d.score !== "number").map(dimName);
-    return h("li", {}, `${p.model}: ${count(p.counts?.windowPredictions)} predictions` + (absent.length ? `; absent: ${absent.join(", ")}` : ""));
+    return h("li", {}, `${p.model}: ${count(p.counts?.windowPredictions)} predictions` + (absent.length ? `; absent: ${absent.join(", ")}` : "")
+      + (pendingText(p) ? `; pending: ${pendingText(p)}` : ""));
   }));
   renderMatrix($("matrix"), [...state.profiles.values()], state, (key) => {
     state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : key === "model" ? 1 : -1 };

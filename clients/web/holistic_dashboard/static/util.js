@@ -101,6 +101,16 @@ export function byName(metrics) {
 // An absent panel says so, with the profile's own reason when it has one.
 export const notAvailable = (what, reason) => h("p", { class: "na" }, `Not available: ${what}${reason ? ` (${reason})` : ""}.`);
 
+// Family -> predictions accepted but not yet applied by it (Profile.pending; only those with some).
+export function pendingOf(profile) {
+  return new Map((profile?.pending ?? []).filter((f) => num(f.pendingPredictions) > 0).map((f) => [f.family, num(f.pendingPredictions)]));
+}
+
+// "accuracy 3, efficiency 3": what is still on its way, or "" when nothing is.
+export function pendingText(profile) {
+  return [...pendingOf(profile)].map(([f, n]) => `${f} ${count(n)}`).join(", ");
+}
+
 // The reason a family's panel is empty: its axis's absent reason, or that the family is not deployed.
 export function absentReason(profile, name) {
   return dimension(profile, name)?.absentReason || (family(profile, name) ? "" : `no ${name} report in this profile`);

@@ -1,7 +1,7 @@
 // The matrix of models × dimensions and the window comparison (the per-model detail is detail.js).
 // Everything is read generically from the Profile message: new families, axes and metrics show
 // up without changes here.
-import { axesOf, axisTitle, count, dimension, fmt, h, halfWidth, hasScore, num } from "./util.js";
+import { axesOf, axisTitle, count, dimension, fmt, h, halfWidth, hasScore, num, pendingOf } from "./util.js";
 
 // --- matrix -------------------------------------------------------------------------------------
 function sortValue(p, key) {
@@ -25,14 +25,21 @@ export function renderMatrix(table, profiles, state, onSort, onPick) {
   const head = h("tr", {}, th("model", "model"), th("predictions", "predictions", "num"), axes.map((a) => th(a, axisTitle(profiles, a), "num")));
   const body = rows.map((p) => h("tr", { "data-model": p.model, class: state.selected.has(p.model) ? "selected" : null },
     h("td", {}, h("a", { href: "#detail-panel", class: "model", onclick: () => onPick(p.model) }, p.model)),
-    h("td", { class: "num", "data-col": "predictions" }, count(p.counts?.windowPredictions)),
-    axes.map((a) => cell(dimension(p, a), a))));
+    predictionsCell(p), axes.map((a) => cell(dimension(p, a), a, pendingOf(p)))));
   table.replaceChildren(h("thead", {}, head), h("tbody", {}, body));
 }
 
-function cell(d, axis) {
+// The window's predictions, and the most any family has accepted but not yet applied.
+function predictionsCell(p) {
+  const most = Math.max(0, ...pendingOf(p).values());
+  return h("td", { class: "num", "data-col": "predictions" }, count(p.counts?.windowPredictions),
+    most ? h("span", { class: "sub pending" }, `pending ${count(most)}`) : null);
+}
+
+function cell(d, axis, pending) {
   if (!hasScore(d)) {
-    return h("td", { class: "num absent", "data-col": axis, title: d?.absentReason || "no data" }, "—");
+    const n = pending.get(d?.family);
+    return h("td", { class: "num absent", "data-col": axis, title: d?.absentReason || "no data" }, n ? `pending ${count(n)}` : "—");
   }
   const hw = halfWidth(d);
   return h("td", { class: "num", "data-col": axis, title: d.definition || "" },
