@@ -94,3 +94,26 @@ def test_compose_publishes_ports_on_the_loopback_by_default():
     assert services["gateway"]["ports"] == [
         "${HOLISTIC_PUBLISH_ADDRESS:-127.0.0.1}:${HOLISTIC_GATEWAY_PORT:-50051}:50051"
     ]
+
+
+def test_the_wheelhouse_has_what_the_images_python_needs():
+    """The image's Python (Debian's 3.11.2) needs redis-py's dependencies for 3.11.2, which a newer host's
+    `pip wheel` leaves out: deploy/wheels/requirements.txt, in the documented command, adds them."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    image_python = {"python_full_version": "3.11.2", "python_version": "3.11"}
+    needed = {
+        req.name
+        for req in map(Requirement, requires("redis") or [])
+        if req.marker is not None and "extra" not in str(req.marker) and req.marker.evaluate(image_python)
+    }
+    assert "async-timeout" in needed
+    lines = (ROOT / "deploy/wheels/requirements.txt").read_text().splitlines()
+    listed = {Requirement(ln).name for ln in lines if ln.strip() and not ln.startswith("#")}
+    assert needed <= listed
+    assert (
+        'pip wheel -w deploy/wheels ".[semantic]" -r deploy/wheels/requirements.txt'
+        in (ROOT / "deploy/wheels/README.md").read_text()
+    )
