@@ -95,7 +95,7 @@ class _Proxy(http.server.BaseHTTPRequestHandler):
 
     upstream = ""
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         parts = urlsplit(self.upstream)
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
         conn.putrequest("GET", self.path, skip_host=True)
