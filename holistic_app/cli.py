@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -209,7 +211,11 @@ def janitor() -> None:
 
     settings = _settings()
     _logging(settings)
-    run_janitor(settings, sync_client(settings))
+    # As a container's PID 1 the process has no default SIGTERM action: stop between sweeps instead.
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    run_janitor(settings, sync_client(settings), stop)
 
 
 @main.group()

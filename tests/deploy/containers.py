@@ -107,11 +107,12 @@ def project_image(env: dict[str, str]) -> str:
     if image_exists(name, env):
         return name
     pip = [sys.executable, "-m", "pip", "wheel", "-q"]
-    deps = CACHE / f"wheels-{_digest([ROOT / 'pyproject.toml'])}"
+    deps = CACHE / f"wheels-{_digest([ROOT / 'pyproject.toml', ROOT / 'deploy/wheels/requirements.txt'])}"
     if not deps.exists():
         partial = Path(tempfile.mkdtemp(dir=CACHE))
-        # the image's Python is Debian's 3.11.2, which needs async-timeout (redis-py's marker: < 3.11.3)
-        run(*pip, "-w", partial, ".[semantic]", "async-timeout>=4.0.3", env=env)
+        # the documented command (deploy/wheels/README.md): requirements.txt adds async-timeout for the
+        # image's Python, Debian's 3.11.2 (redis-py's marker: < 3.11.3)
+        run(*pip, "-w", partial, ".[semantic]", "-r", "deploy/wheels/requirements.txt", env=env)
         for whl in partial.glob("holistic_eval-*.whl"):
             whl.unlink()
         partial.rename(deps)

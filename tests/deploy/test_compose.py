@@ -1,6 +1,7 @@
 """docker-compose.yml for real: podman builds the image, podman-compose starts the whole file, the demo
-goes through the published gateway port, a family scales to 3 consuming replicas, and a SIGKILLed
-worker container loses nothing."""
+goes through the published gateway port, a family scales to 3 consuming replicas, a SIGKILLed worker
+container loses nothing, a Redis that crashes comes back by its restart policy with the gateway serving
+again, and the documented tear-down leaves nothing of the project behind."""
 
 from __future__ import annotations
 
@@ -180,6 +181,38 @@ def test_the_compose_file_runs_scales_and_survives_a_sigkill(images):
             acc = next(d for d in killed.dimensions if d.kind == 1)
             assert acc.count == 1000 and acc.score == 1.0
             assert client.get_profile("scaled").counts.accepted_predictions == sent * 20
+
+        # Redis crashes (SIGKILL of its process from the host: not a `podman stop`, which a restart policy
+        # honours as the operator's wish): `restart: unless-stopped` brings it back with its AOF, the gateway
+        # returns to SERVING by itself, and a batch after it is accepted and scored.
+        redis_pid = containers.run("podman", "inspect", "--format", "{{.State.Pid}}", f"{project}_redis_1",
+                                   env=env).strip()  # fmt: skip
+        os.kill(int(redis_pid), 9)
+        deadline = time.monotonic() + 120
+        while containers.run("podman", "inspect", "--format", "{{.State.Pid}}", f"{project}_redis_1",
+                             env=env).strip() in ("0", redis_pid):  # fmt: skip
+            assert time.monotonic() < deadline, "Redis was not restarted after its crash"
+            time.sleep(0.5)
+        wait_serving(gateway, timeout_s=120)
+        with Client(gateway) as client:
+            client.submit([prediction(f"r{i}") for i in range(10)], model="after-redis")
+            wait_applied(client, ["after-redis"], timeout_s=300)
+            after = client.get_profile("after-redis")
+            assert {f.family: f.count for f in after.families}["accuracy"] == 10
+            assert client.get_profile("killed").counts.accepted_predictions == 1000  # the AOF kept it
+
+        # the documented tear-down (docs/deploying.md) leaves no container, pod, volume or network
+        compose(project, env, "down", "-v", "--remove-orphans", timeout=180)
+        label = f"label=io.podman.compose.project={project}"
+        assert containers.run("podman", "ps", "-aq", "--filter", label, env=env).split() == []
+        assert containers.run("podman", "volume", "ls", "-q", "--filter", label, env=env).split() == []
+        left = [n for n in containers.run("podman", "network", "ls", "--format", "{{.Name}}", env=env).split()
+                if project in n]  # fmt: skip
+        left += [n for n in containers.run("podman", "pod", "ls", "--format", "{{.Name}}", env=env).split()
+                 if project in n]  # fmt: skip
+        left += [n for n in containers.run("podman", "volume", "ls", "--format", "{{.Name}}", env=env).split()
+                 if project in n]  # fmt: skip
+        assert left == []
     finally:
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
             compose(project, env, "down", "-v", timeout=120)

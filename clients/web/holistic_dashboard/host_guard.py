@@ -1,11 +1,13 @@
-"""Refuses requests whose `Host` (or, when sent, `Origin`) is not an address this server serves.
+"""Refuses requests whose `Host` (or, when sent, `Origin`) is not a name this server answers to.
 
 A web page on another site can make a browser reach the dashboard through DNS rebinding: its own
 name resolves, a moment later, to 127.0.0.1, and the browser sends `Host: evil.example:8765`. The
 dashboard holds a tenant's token, so it answers only Host headers that name it: an IP literal or
 `localhost` (which no rebinding can produce) or a name in the allowed list
-(`HOLISTIC_DASHBOARD_ALLOWED_HOSTS`, for a proxy's name), on the port it listens on. A browser's
-`Origin`, when sent, must name the same.
+(`HOLISTIC_DASHBOARD_ALLOWED_HOSTS`, for a proxy's name). The name is what rebinding forges; the
+port is not checked, since a published compose port, a `kubectl port-forward` or a proxy on 443
+each reach it on a port other than the one it listens on. A browser's `Origin`, when sent, must be
+http or https and name the same.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from aiohttp import web
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _split(host: str, default_port: int) -> tuple[str, int] | None:
-    """(name, port) of a Host header value, or None when it does not parse."""
+def _name(host: str) -> str | None:
+    """The lower-cased host name of a Host header value (port dropped), or None when it does not parse."""
     try:
         parts = urlsplit("//" + host)
-        return (parts.hostname or "").lower(), parts.port or default_port
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+        return (parts.hostname or "").lower() or None
     except ValueError:
         return None
 
@@ -40,21 +43,19 @@ def _is_ip(name: str) -> bool:
 def host_guard(allowed_names: Iterable[str] = ()) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
     names = {n.strip().lower() for n in allowed_names if n.strip()} | {"localhost"}
 
-    def serves(host: str, port: int) -> bool:
-        split = _split(host, 80)
-        return split is not None and split[1] == port and (split[0] in names or _is_ip(split[0]))
+    def serves(host: str) -> bool:
+        name = _name(host)
+        return name is not None and (name in names or _is_ip(name))
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        sock = request.transport.get_extra_info("sockname") if request.transport else None
-        port = int(sock[1]) if sock else -1
         origin = request.headers.get("Origin")
         why = None
-        if not serves(request.host, port):
+        if not serves(request.host):
             why = f"Host {request.host!r} is not an address of this dashboard"
         elif origin is not None and origin != "null":
             parts = urlsplit(origin)
-            if parts.scheme != "http" or not serves(parts.netloc, port):
+            if parts.scheme not in ("http", "https") or not serves(parts.netloc):
                 why = f"Origin {origin!r} is not this dashboard"
         elif origin == "null":
             why = "Origin null is not this dashboard"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
@@ -220,9 +221,15 @@ async def serve(
     host, _, port = address.rpartition(":")
     dashboard = Dashboard(target, token, credentials=credentials, allowed_hosts=allowed_hosts)
     url = await dashboard.start(host or "127.0.0.1", int(port))
+    # As a container's PID 1 the process has no default SIGTERM action: without a handler
+    # `docker stop` waits out the grace period and SIGKILLs it.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     if on_ready:
         on_ready(url)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         await dashboard.stop()
