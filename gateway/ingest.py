@@ -28,6 +28,7 @@ from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofState
 from gateway.quota import Quotas
+from gateway.redaction import Redactor
 from gateway.validation import validate
 from holistic import envelope
 from holistic.errors import AlreadyExists, Backpressure, FieldViolation, InvalidArgument, Unavailable
@@ -125,6 +126,7 @@ class Ingestor:
         self.quotas = quotas
         self.deployment = deployment
         self._idle: list[aioredis.Redis] = []
+        self.redactor = Redactor(settings) if settings.redact == "on" else None
 
     def receive(self, raw: bytes) -> Incoming:
         """The request as received: proven from its bytes in C where it can be, else parsed (InvalidArgument
@@ -156,7 +158,11 @@ class Ingestor:
                 "families' consumer groups (`holistic families add <family>`) before submitting"
             )
         try:
+            # the digest is of the content as submitted: a retry is a duplicate whatever redaction makes of
+            # it, and two batches that differ only in their PII are not the same batch
             digest = hashlib.sha256(deterministic).hexdigest()
+            if self.redactor is not None:
+                self._redact(incoming, self.redactor)
             return await self._submit(incoming, model, public, tenant, traceparent, families, digest)
         except redis.exceptions.OutOfMemoryError as exc:  # maxmemory (noeviction): nothing of this batch counted
             raise Backpressure(
@@ -165,6 +171,13 @@ class Ingestor:
                 description="Redis is at its maxmemory; batches are accepted again once workers catch up",
                 message=f"storage is full (Redis maxmemory); retry after {MEMORY_RETRY_S:g} s: {exc}",
             ) from exc
+
+    @staticmethod
+    def _redact(incoming: Incoming, redactor: Redactor) -> None:
+        """Replace the batch's PII before any of it is written: the stream gets the redacted bytes."""
+        request = incoming.request
+        if redactor.request(request):
+            incoming.raw = request.SerializeToString()
 
     async def _submit(
         self,
@@ -180,6 +193,8 @@ class Ingestor:
         header = BatchEnvelope(
             batch_id=incoming.batch_id, model=model, families=families, traceparent=traceparent, tenant=tenant
         )
+        if self.redactor is not None:
+            header.redaction = self.redactor.tag
         if self.settings.redis_cluster:
             await self._check_model_cap(tenant, public, self.keys.ingest(model, incoming.batch_id))
             await self._register_groups(model, incoming, digest)  # only a new batch's tags count against the caps

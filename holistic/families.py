@@ -175,6 +175,9 @@ class FamilyBase:
     metrics: ClassVar[tuple[MetricMetadata, ...]] = ()
     axis: ClassVar[Axis | None] = None
     main_metrics: ClassVar[tuple[str, ...]] = ()
+    # False: its scores never depend on predictions' text, so the gateway's PII redaction cannot change
+    # them and its signature does not record it
+    reads_text: ClassVar[bool] = True
 
     def __init__(self, config: FamilyConfig | None = None) -> None:
         self._config = config

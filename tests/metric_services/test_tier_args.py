@@ -79,7 +79,7 @@ def test_tier_ops_equal_a_plain_per_bucket_merge(make_worker, make_settings):
         by_minute = {m: minute_stats(rng) for m in minutes}
         per_minute = {m: rng.randint(1, 50) for m in minutes} | {minutes[-1] + 1: 3}  # a minute without stats
         work = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", 10, by_minute, per_minute=per_minute)
-        worker._recorded.add("m")  # no signature hash: statistics only
+        worker._recorded.add(("m", ""))  # no signature hash: statistics only
         keys, args = worker._apply_args(work)
         got, reused = parsed(keys, args)
         want = reference(by_minute, per_minute, signature_field(sid), "m", worker.group, ttl)
