@@ -6,9 +6,10 @@ per team pattern (HOLISTIC_REDACT_PATTERNS); its anonymizer does the replacing. 
 the analyzer gets an NlpEngine that finds nothing (Presidio's default would load a spaCy model),
 and the email check reads tldextract's bundled suffix list, never the network.
 
-A text is analysed only when a cheap test says it could hold something: an '@' or a digit (or a hex
-colon pair, IPv6) for the built-in entities, a team pattern's own search for the others; most texts
-cost one regex search.
+A text is analysed only for the entities a cheap test says it could hold (an '@' for an email, five
+digits for a phone number, 12 for a card, a country code and two digits for an IBAN, a dotted quad or
+two colons for an IP address; a team pattern's own search): most texts cost a few regex searches. The
+five digits also keep years out: Presidio's phone recognizer alone takes "1686" for a phone number.
 
 The batch's tag (`on:v1:<hash>`) names the configuration and goes into the envelope, so each worker
 records it in the signature of the families whose scores it can change, whatever the worker's settings.
@@ -40,7 +41,14 @@ from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 
 VERSION = "v1"  # bump when what a configuration finds changes (a library upgrade that finds more)
 LANGUAGE = "en"  # the pattern recognizers are language-agnostic; Presidio wants one name
-_MAYBE_BUILTIN = re.compile(r"[@0-9]|[0-9A-Fa-f]:[0-9A-Fa-f:]")
+# what a text must hold before an entity's recognizer can find anything in it (looser than the recognizer)
+_MAY_HOLD = {
+    "EMAIL_ADDRESS": re.compile(r"@"),
+    "PHONE_NUMBER": re.compile(r"\d(?:[\s().\-/]*\d){4}"),  # five digits at least: a year is no phone number
+    "CREDIT_CARD": re.compile(r"\d(?:[\s\-]*\d){11}"),  # 12 digits at least
+    "IBAN_CODE": re.compile(r"[A-Za-z]{2}\d{2}"),  # country code, check digits
+    "IP_ADDRESS": re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}|[0-9A-Fa-f]*:[0-9A-Fa-f]*:"),
+}
 _OFFLINE_SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)  # the bundled list only
 
 
@@ -106,27 +114,30 @@ class Redactor:
         registry = RecognizerRegistry(supported_languages=[LANGUAGE])
         for entity in settings.redact_entities:
             registry.add_recognizer(_BUILTIN[entity](supported_language=LANGUAGE))
-        self._team = {name: re.compile(pattern) for name, pattern in settings.redact_patterns.items()}
+        checks = {entity: _MAY_HOLD[entity] for entity in settings.redact_entities}
+        checks.update((name, re.compile(pattern)) for name, pattern in settings.redact_patterns.items())
+        self._checks = list(checks.items())
         for name, pattern in settings.redact_patterns.items():
             team = PatternRecognizer(name, patterns=[Pattern(name, pattern, 1.0)], supported_language=LANGUAGE)
             registry.add_recognizer(team)
-        self._builtin = bool(settings.redact_entities)
         self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=_NoNlp(), supported_languages=[LANGUAGE])
         self._anonymizer = AnonymizerEngine()
         entities = [*settings.redact_entities, *settings.redact_patterns]
         fmt = settings.redact_format
         self._operators = {e: OperatorConfig("replace", {"new_value": fmt.format(entity=e)}) for e in entities}
 
-    def _could_hold(self, text: str) -> bool:
-        if self._builtin and _MAYBE_BUILTIN.search(text):
-            return True
-        return any(p.search(text) for p in self._team.values())
-
     def text(self, text: str) -> str:
         """text with every configured entity replaced (the same text when there is none)."""
-        if not text or not self._could_hold(text):
+        if not text:
             return text
-        found = self._analyzer.analyze(text, language=LANGUAGE)
+        maybe = [entity for entity, check in self._checks if check.search(text)]
+        if not maybe:
+            return text
+        found = self._analyzer.analyze(text, language=LANGUAGE, entities=maybe)
+        # a found span must itself pass its entity's test (a year beside a phone number stays a year)
+        found = [
+            f for f in found if f.entity_type not in _MAY_HOLD or _MAY_HOLD[f.entity_type].search(text[f.start : f.end])
+        ]
         if not found:
             return text
         return self._anonymizer.anonymize(text, found, self._operators).text  # type: ignore[arg-type]
