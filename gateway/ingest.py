@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -28,7 +28,6 @@ from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofState
 from gateway.quota import Quotas
-from gateway.redaction import Redactor
 from gateway.validation import validate
 from holistic import envelope
 from holistic.errors import AlreadyExists, Backpressure, FieldViolation, InvalidArgument, Unavailable
@@ -40,6 +39,9 @@ from holistic.settings import Settings
 from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest, SubmitPredictionsResponse
 from holistic.workqueue import shard_of
+
+if TYPE_CHECKING:
+    from gateway.redaction import Redactor
 
 
 def parse_request(raw: bytes) -> SubmitPredictionsRequest:
@@ -126,7 +128,11 @@ class Ingestor:
         self.quotas = quotas
         self.deployment = deployment
         self._idle: list[aioredis.Redis] = []
-        self.redactor = Redactor(settings) if settings.redact == "on" else None
+        self.redactor: Redactor | None = None
+        if settings.redact == "on":  # imported only then: Presidio brings spaCy, seconds to import
+            from gateway.redaction import Redactor
+
+            self.redactor = Redactor(settings)
 
     def receive(self, raw: bytes) -> Incoming:
         """The request as received: proven from its bytes in C where it can be, else parsed (InvalidArgument
