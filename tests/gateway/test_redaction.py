@@ -56,8 +56,9 @@ def pii_prediction(pid: str = "p1", text: str = PII) -> pb.Prediction:
                       metadata={"user": text, "plain": "no digits here"})  # fmt: skip
 
 
-def test_every_entity_in_every_field_is_replaced_before_the_stream(make_gateway, r):
-    gw = make_gateway(redact="on", redact_patterns=TEAM)
+@pytest.mark.parametrize("wire_proof", [True, False])  # the C proof's path and the Python parse's
+def test_every_entity_in_every_field_is_replaced_before_the_stream(make_gateway, r, wire_proof):
+    gw = make_gateway(redact="on", redact_patterns=TEAM, gateway_wire_proof=wire_proof)
     with gw.client() as c:
         c.submit([pii_prediction()], batch_id="b-1", model="m1")
     [(entry, env)] = stream(r, gw)
