@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -30,7 +30,7 @@ from gateway.durability import AofBarrier, AofState
 from gateway.quota import Quotas
 from gateway.validation import validate
 from holistic import envelope
-from holistic.errors import AlreadyExists, Backpressure, FieldViolation, InvalidArgument, Unavailable
+from holistic.errors import AlreadyExists, Backpressure, ConfigError, FieldViolation, InvalidArgument, Unavailable
 from holistic.keys import Keys
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.redis_conn import RETRYABLE, pipelined
@@ -39,6 +39,9 @@ from holistic.settings import Settings
 from holistic.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest, SubmitPredictionsResponse
 from holistic.workqueue import shard_of
+
+if TYPE_CHECKING:
+    from gateway.redaction import Redactor
 
 
 def parse_request(raw: bytes) -> SubmitPredictionsRequest:
@@ -125,6 +128,15 @@ class Ingestor:
         self.quotas = quotas
         self.deployment = deployment
         self._idle: list[aioredis.Redis] = []
+        self.redactor: Redactor | None = None
+        if settings.redact == "on":  # imported only then: Presidio brings spaCy, seconds to import
+            try:
+                from gateway.redaction import Redactor
+            except ImportError as exc:
+                raise ConfigError(
+                    f"HOLISTIC_REDACT=on needs the redact extra: pip install 'holistic-eval[redact]' ({exc})"
+                ) from exc
+            self.redactor = Redactor(settings)
 
     def receive(self, raw: bytes) -> Incoming:
         """The request as received: proven from its bytes in C where it can be, else parsed (InvalidArgument
@@ -156,7 +168,11 @@ class Ingestor:
                 "families' consumer groups (`holistic families add <family>`) before submitting"
             )
         try:
+            # the digest is of the content as submitted: a retry is a duplicate whatever redaction makes of
+            # it, and two batches that differ only in their PII are not the same batch
             digest = hashlib.sha256(deterministic).hexdigest()
+            if self.redactor is not None:
+                self._redact(incoming, self.redactor)
             return await self._submit(incoming, model, public, tenant, traceparent, families, digest)
         except redis.exceptions.OutOfMemoryError as exc:  # maxmemory (noeviction): nothing of this batch counted
             raise Backpressure(
@@ -165,6 +181,13 @@ class Ingestor:
                 description="Redis is at its maxmemory; batches are accepted again once workers catch up",
                 message=f"storage is full (Redis maxmemory); retry after {MEMORY_RETRY_S:g} s: {exc}",
             ) from exc
+
+    @staticmethod
+    def _redact(incoming: Incoming, redactor: Redactor) -> None:
+        """Replace the batch's PII before any of it is written: the stream gets the redacted bytes."""
+        request = incoming.request
+        if redactor.request(request):
+            incoming.raw = request.SerializeToString()
 
     async def _submit(
         self,
@@ -180,6 +203,8 @@ class Ingestor:
         header = BatchEnvelope(
             batch_id=incoming.batch_id, model=model, families=families, traceparent=traceparent, tenant=tenant
         )
+        if self.redactor is not None:
+            header.redaction = self.redactor.tag
         if self.settings.redis_cluster:
             await self._check_model_cap(tenant, public, self.keys.ingest(model, incoming.batch_id))
             await self._register_groups(model, incoming, digest)  # only a new batch's tags count against the caps

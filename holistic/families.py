@@ -180,6 +180,9 @@ class FamilyBase:
     # The metrics the quality exporter exports unless HOLISTIC_QUALITY_METRICS says otherwise; empty:
     # see exported_metrics().
     exported_metrics: ClassVar[tuple[str, ...]] = ()
+    # False: its scores never depend on predictions' text, so the gateway's PII redaction cannot change
+    # them and its signature does not record it
+    reads_text: ClassVar[bool] = True
 
     def __init__(self, config: FamilyConfig | None = None) -> None:
         self._config = config

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -12,6 +13,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from holistic import registry
 from holistic.errors import ConfigError
+
+# what HOLISTIC_REDACT=on can replace (Presidio's pattern recognizers' entity names)
+REDACT_ENTITIES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS")
 
 
 def _split_csv(value: Any) -> Any:
@@ -69,6 +73,22 @@ class Settings(BaseSettings):
         default=True,
         description="Prove a batch valid from its bytes in C (gateway/_wireproof.c) before the Python checks; "
         "false: always the Python path (for comparison; the answers are the same).",
+    )
+    redact: Literal["off", "on"] = Field(
+        default="off",
+        description="on: the gateway replaces PII in every prediction's text before it is written to Redis "
+        "(docs/privacy.md). Off by default: raw text is stored as sent.",
+    )
+    redact_entities: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(REDACT_ENTITIES),
+        description="What HOLISTIC_REDACT=on replaces, comma separated: " + ", ".join(REDACT_ENTITIES) + ".",
+    )
+    redact_patterns: dict[str, str] = Field(
+        default_factory=dict,
+        description='Team patterns also replaced, JSON {"NAME": "regex"}, e.g. {"TICKET": "TCK-[0-9]{6}"}.',
+    )
+    redact_format: str = Field(
+        default="<{entity}>", description="The replacement; {entity} is the entity's name (EMAIL_ADDRESS, ...)."
     )
     max_batch_predictions: int = Field(default=1000, ge=1, le=100_000, description="Predictions per SubmitPredictions.")
     max_text_bytes: int = Field(default=1 << 20, ge=1024, description="Per text field (input, output, ...).")
@@ -172,7 +192,7 @@ class Settings(BaseSettings):
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see metric_services/fault_plan.py.")
 
-    @field_validator("families", "worker_shards", mode="before")
+    @field_validator("families", "worker_shards", "redact_entities", mode="before")
     @classmethod
     def _csv(cls, value: Any) -> Any:
         return _split_csv(value)
@@ -185,11 +205,40 @@ class Settings(BaseSettings):
         except registry.UnknownFamily as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("main_metrics", "tenant_quotas", mode="before")
+    @field_validator("main_metrics", "tenant_quotas", "redact_patterns", mode="before")
     @classmethod
     def _json(cls, value: Any) -> Any:
         if isinstance(value, str):
             return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("redact_entities")
+    @classmethod
+    def _known_entities(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(REDACT_ENTITIES))
+        if unknown:
+            raise ValueError(f"unknown entities {unknown}; known: {', '.join(REDACT_ENTITIES)}")
+        return value
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, pattern in value.items():
+            if not name.strip():
+                raise ValueError("a pattern needs a name")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {name!r} is not a valid regex: {exc}") from None
+        return value
+
+    @field_validator("redact_format")
+    @classmethod
+    def _formats(cls, value: str) -> str:
+        try:
+            value.format(entity="EMAIL_ADDRESS")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"{value!r} must name only {{entity}}: {exc}") from None
         return value
 
     @model_validator(mode="after")

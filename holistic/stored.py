@@ -15,7 +15,7 @@ from functools import cached_property
 
 from holistic.keys import Keys
 
-RAW_TEXT = "raw text"  # users' prompts, outputs, references or sources, as submitted
+RAW_TEXT = "raw text"  # users' prompts, outputs, references or sources, as submitted (or PII-redacted)
 DERIVED = "derived"  # statistics, counts, ids, names and tags: no submitted text
 
 
@@ -48,7 +48,8 @@ class Stored:
 
 INVENTORY: tuple[Stored, ...] = (
     Stored("stream_for", ("<shard>",), "stream", "one entry per accepted batch: the versioned envelope with every "
-           "prediction as submitted", RAW_TEXT, "the gateway (submit.lua, XADD once per batch)",
+           "prediction as submitted (its PII replaced with HOLISTIC_REDACT=on)", RAW_TEXT,
+           "the gateway (submit.lua, XADD once per batch)",
            "until every family's group has acknowledged it; then the janitor trims it (XTRIM MINID)"),
     Stored("dead_letters_for", ("<shard>",), "stream", "entries a family gave up on, the envelope included, with the "
            "group and delivery count", RAW_TEXT, "workers (deadletter.lua)",

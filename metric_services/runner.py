@@ -31,7 +31,7 @@ from holistic.redis_conn import RETRYABLE
 from holistic.registry import load_family
 from holistic.settings import Settings
 from holistic.shared_memo import SharedMemo
-from holistic.signature import signature_id
+from holistic.signature import make_signature, signature_id
 from holistic.stats import Stats
 from holistic.workqueue import WorkQueue
 from metric_services import heap, minutes
@@ -114,24 +114,32 @@ class Worker:
         self._last_recover = 0.0
         ttl, cap = settings.instance_ttl_s, settings.instance_cap
         self.instances = InstanceStore(client, self.keys, self.group, ttl, cap, cluster=settings.redis_cluster)
-        self._signatures: dict[str, tuple[str, bytes]] = {}  # model -> this worker's signature: id, bytes
-        self._recorded: set[str] = set()  # models whose signature an apply of this process has written
+        # (model, redaction) -> this worker's signature: id, bytes
+        self._signatures: dict[tuple[str, str], tuple[str, bytes]] = {}
+        self._recorded: set[tuple[str, str]] = set()  # (model, redaction) whose signature this process wrote
         # per model, the newest minute an apply of this process raised its meta's NEWEST_MINUTE to: only
         # a newer one is sent (under steady traffic about once a minute)
         self._newest: dict[str, int] = {}
 
-    def signature_of(self, model: str) -> tuple[str, bytes]:
+    def signature_of(self, model: str, redaction: str = "") -> tuple[str, bytes]:
         """This worker's signature for `model`: its id (the statistics count predictions under it) and
-        its bytes, written by apply.lua in the same script as the first statistics it applies."""
-        known = self._signatures.get(model)
+        its bytes, written by apply.lua in the same script as the first statistics it applies. A batch
+        the gateway redacted (its envelope's tag) counts under the signature with option "redaction"
+        in a family that reads text, so profiles with and without redaction are told apart."""
+        if not getattr(self.family, "reads_text", True):
+            redaction = ""
+        known = self._signatures.get((model, redaction))
         if known is None:
             sig = self.family.signature(model, self.settings)
+            if redaction:
+                options = {**sig.options, "redaction": redaction}
+                sig = make_signature(sig.family, sig.version, options, sig.model_sha256)
             known = (signature_id(sig), sig.SerializeToString(deterministic=True))
             if len(self._signatures) >= 10_000:
                 self._signatures.clear()
                 self._recorded.clear()
                 self._newest.clear()
-            self._signatures[model] = known
+            self._signatures[(model, redaction)] = known
         return known
 
     # --- the loop --------------------------------------------------------------------------
@@ -318,7 +326,7 @@ class Worker:
             for w in work:
                 merged = bool(results[id(w)])
                 if merged:
-                    self._recorded.add(w.entry.model)
+                    self._recorded.add((w.entry.model, w.redaction))
                     if w.per_minute:
                         newest = max(w.per_minute)
                         self._newest[w.entry.model] = max(newest, self._newest.get(w.entry.model, newest))
@@ -351,7 +359,7 @@ class Worker:
                 per_minute = minutes.per_minute(e.payload, envelope, accept_s)
                 return Work(
                     entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream,
-                    per_minute,
+                    per_minute, redaction=envelope.redaction,
                 )  # fmt: skip
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
@@ -439,13 +447,13 @@ class Worker:
         """KEYS and ARGV of apply.lua for w (metric_services/work.py), with this worker's signature
         until one of its applies has written it."""
         model = w.entry.model
-        signature = self.signature_of(model)
+        signature = self.signature_of(model, w.redaction)
+        recorded = (model, w.redaction) in self._recorded
         newest = max(w.per_minute) if w.per_minute else None
         if newest is not None and newest <= self._newest.get(model, newest - 1):
             newest = None  # an apply of this process raised it that far already
         return apply_args(
-            w, self.keys, self.group, self.settings, signature, model not in self._recorded, by_minute, hashes,
-            newest,
+            w, self.keys, self.group, self.settings, signature, not recorded, by_minute, hashes, newest,
         )  # fmt: skip
 
 

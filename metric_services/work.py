@@ -37,6 +37,7 @@ class Work:
     stream: str = ""  # the work stream it was read from; "" skips apply.lua's pending check (a cluster)
     per_minute: dict[int, int] = field(default_factory=dict)  # predictions per minute, for the signature count
     members: list[Work] = field(default_factory=list)  # batches applied together (coalesce); empty: itself
+    redaction: str = ""  # the envelope's: counted under a signature that records it
 
     @property
     def batches(self) -> list[Work]:
@@ -46,10 +47,10 @@ class Work:
 def coalesce(work: list[Work], max_predictions: int) -> list[Work]:
     """The works of one read grouped per model (in read order) into applies of at most max_predictions
     predictions (a bigger batch goes alone); a group of one is the work itself."""
-    open_: dict[tuple[str, bool], list[Work]] = {}
+    open_: dict[tuple[str, bool, str], list[Work]] = {}
     groups: list[list[Work]] = []
     for w in work:
-        kind = (w.entry.model, w.partial is None)
+        kind = (w.entry.model, w.partial is None, w.redaction)  # one signature per apply
         group = open_.get(kind)
         if group is None or sum(g.n for g in group) + w.n > max_predictions:
             group = open_[kind] = []
@@ -74,7 +75,7 @@ def merged(ws: list[Work]) -> Work:
         partial = Partial(by_minute, first.partial.spec, [r for w in ws for r in w.partial.rows if w.partial])
     return Work(
         first.entry_id, first.entry, first.batch_id, sum(w.n for w in ws), by_minute, partial, first.accept_s,
-        first.traceparent, first.stream, per_minute, members=list(ws),
+        first.traceparent, first.stream, per_minute, members=list(ws), redaction=first.redaction,
     )  # fmt: skip
 
 

@@ -157,6 +157,7 @@ class EfficiencyFamily(FamilyBase):
     version = VERSION
     Config = EfficiencyConfig
     config: EfficiencyConfig
+    reads_text = False  # timings and token counts
     axis = Axis(
         "efficiency",
         "Share of requests with latency within the model's objective.",

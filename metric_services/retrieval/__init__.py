@@ -31,6 +31,7 @@ class RetrievalFamily(FamilyBase):
     version = VERSION
     Config = RetrievalConfig
     config: RetrievalConfig
+    reads_text = False  # ids, scores, relevance; a binary answer's presence, not its text
     main_metrics = (
         *(f"RR@{k}" for k in RR_KS),
         *(f"NDCG@{k}" for k in NDCG_KS),

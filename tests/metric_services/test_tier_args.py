@@ -79,7 +79,7 @@ def test_tier_ops_equal_a_plain_per_bucket_merge(make_worker, make_settings):
         by_minute = {m: minute_stats(rng) for m in minutes}
         per_minute = {m: rng.randint(1, 50) for m in minutes} | {minutes[-1] + 1: 3}  # a minute without stats
         work = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", 10, by_minute, per_minute=per_minute)
-        worker._recorded.add("m")  # no signature hash: statistics only
+        worker._recorded.add(("m", ""))  # no signature hash: statistics only
         worker._newest["m"] = 10**9  # no newest minute on the meta hash either
         keys, args = worker._apply_args(work)
         got, reused = parsed(keys, args)
@@ -96,7 +96,7 @@ def test_the_newest_minute_is_raised_on_the_meta_hash_only_when_newer(make_worke
     """A worker raises the model's meta NEWEST_MINUTE (kept at its max by apply.lua's `>`) with an apply
     whose newest minute is past what its earlier applies sent; an older batch sends nothing."""
     worker = make_worker("efficiency")
-    worker._recorded.add("m")
+    worker._recorded.add(("m", ""))
 
     def meta_ops(per_minute: dict[int, int], seq: int) -> tuple[int, list] | None:
         work = Work("0-1", type("E", (), {"model": "m", "seq": seq})(), f"b{seq}", 1, {}, per_minute=per_minute)
