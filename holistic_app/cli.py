@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -208,13 +207,13 @@ def janitor() -> None:
     """Trim the work stream below what every family still needs."""
     from holistic.janitor import run_janitor
     from holistic.redis_conn import sync_client
+    from holistic.stop_signal import stop_on_signals
 
     settings = _settings()
     _logging(settings)
     # As a container's PID 1 the process has no default SIGTERM action: stop between sweeps instead.
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: stop.set())
+    stop_on_signals(stop)
     run_janitor(settings, sync_client(settings), stop)
 
 

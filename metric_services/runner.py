@@ -12,13 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import random
-import signal
 import socket
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 import redis
@@ -33,6 +31,7 @@ from holistic.settings import Settings
 from holistic.shared_memo import SharedMemo
 from holistic.signature import make_signature, signature_id
 from holistic.stats import Stats
+from holistic.stop_signal import stop_on_signals
 from holistic.workqueue import WorkQueue
 from metric_services import heap, minutes
 from metric_services.fault_plan import Faults
@@ -171,11 +170,7 @@ class Worker:
         log.info("worker %s stopped: %s", self.consumer, self.counters)
 
     def install_signal_handlers(self) -> None:
-        def stop(signum: int, frame: FrameType | None) -> None:
-            self.stopping.set()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        stop_on_signals(self.stopping)
 
     def step(self, block_ms: int | None = None) -> int:
         """Read and process new entries once; returns how many were handled.

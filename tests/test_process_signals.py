@@ -64,3 +64,24 @@ def test_sigterm_stops_it_cleanly_as_pid_1(redis_url, args, ready):
         if launcher.poll() is None:
             launcher.kill()
             launcher.wait()
+
+
+# The signal lands while the main thread holds the event's lock (as it does on its way into and out of
+# Event.wait): a handler that called Event.set() itself would wait on its own thread forever. CI met
+# exactly that: the janitor ignored SIGTERM about once in a few hundred runs.
+SIGNAL_INSIDE_WAIT = """
+import os, signal, threading
+from holistic.stop_signal import stop_on_signals
+stop = threading.Event()
+stop_on_signals(stop)
+with stop._cond:  # what Event.wait holds between its checks
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000):  # bytecodes: the handler runs here, with the lock held
+        pass
+raise SystemExit(0 if stop.wait(30) else 1)
+"""
+
+
+def test_a_signal_while_the_event_lock_is_held_still_stops():
+    done = subprocess.run([sys.executable, "-c", SIGNAL_INSIDE_WAIT], timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
