@@ -42,7 +42,8 @@ def run(address: str, sample: Path = SAMPLE, batch_size: int = 500, console: Con
     console = console or terminal.console()
     lines, _ = rebased(sample, time.time())
     models = sorted({ln.prediction.model for ln in lines if ln.prediction is not None})
-    console.print(f"streaming {len(lines):,} predictions of {len(models)} models from {sample.name} to {address}")
+    predictions, of_models = terminal.count(len(lines), "prediction"), terminal.count(len(models), "model")
+    console.print(f"streaming {predictions} of {of_models} from {sample.name} to {address}")
     started = time.monotonic()
     with Client(address) as client:
         with Progress(TextColumn("[bold]submitting"), BarColumn(), MofNCompleteColumn(), console=console,

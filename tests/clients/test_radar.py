@@ -130,5 +130,7 @@ def test_cli_radar_is_deterministic_across_processes(gateway, make_worker, clien
     png = tmp_path / "r.png"
     assert CliRunner().invoke(main, [*args, "-o", str(png)]).exit_code == 0
     assert png.read_bytes().startswith(b"\x89PNG")
+    one = CliRunner().invoke(main, ["radar", "m-a", "--window", "24h", "--target", gateway.address, "-o", str(png)])
+    assert one.exit_code == 0 and f"wrote {png} (1 model)" in one.output, one.output
     bad = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "r.pdf")])
     assert bad.exit_code == 2 and ".svg or .png" in bad.output

@@ -298,7 +298,7 @@ def radar(models: tuple[str, ...], window: str, output: Path, target: str, conne
             make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)
     output.write_bytes(render(profiles, fmt, title=f"holistic profiles, {WINDOW_TITLES[window]}"))
-    make_console().print(f"wrote {output} ({len(profiles)} models)")
+    make_console().print(f"wrote {output} ({count(len(profiles), 'model')})")
 
 
 COMMANDS = (submit, profile, watch, models, radar)

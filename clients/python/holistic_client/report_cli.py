@@ -11,7 +11,7 @@ import click
 from holistic_client.cli import WINDOW_TITLES, Connect, target_option, token_option, window_option
 from holistic_client.client import ClientError
 from holistic_client.report import build_report
-from holistic_client.terminal import console, text
+from holistic_client.terminal import console, count, text
 
 
 @click.command("report")
@@ -30,4 +30,4 @@ def report_command(models: tuple[str, ...], window: str, output: Path, target: s
             sys.exit(2)
     page = build_report(profiles, WINDOW_TITLES[window], datetime.now(UTC), source=f"gateway {target}")
     output.write_text(page, encoding="utf-8")
-    console().print(text(f"wrote {output} ({len(profiles)} models, {len(page.encode()):,} bytes)"))
+    console().print(text(f"wrote {output} ({count(len(profiles), 'model')}, {len(page.encode()):,} bytes)"))
