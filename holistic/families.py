@@ -183,6 +183,9 @@ class FamilyBase:
     # False: its scores never depend on predictions' text, so the gateway's PII redaction cannot change
     # them and its signature does not record it
     reads_text: ClassVar[bool] = True
+    # True: every metric is a share or a mean over predictions, so a uniform sample estimates it and
+    # HOLISTIC_<NAME>_SAMPLE_RATE may be below 1 (holistic/sampling.py); totals and extremes are not
+    samples: ClassVar[bool] = False
 
     def __init__(self, config: FamilyConfig | None = None) -> None:
         self._config = config

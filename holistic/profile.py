@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from holistic import sampling
 from holistic.families import Axis, Family, FamilyFold, ScenarioAccuracy, ScenarioPart
 from holistic.intervals import mean_of_parts
 from holistic.keys import NEWEST_MINUTE
@@ -182,6 +183,9 @@ def _stamp(
             share.signature.text = f"{family.name}|id:{sid} (signature not found)"
     if report.signatures and not report.HasField("signature"):
         report.signature.CopyFrom(report.signatures[0].signature)
+    rate = report.signature.options.get(sampling.SIGNATURE_OPTION)
+    if rate:
+        report.sample_rate = float(rate)
     if fold_options:
         sig = report.signature
         options = {**sig.options, **fold_options}

@@ -22,6 +22,7 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
+from holistic import sampling
 from holistic.families import Family, Partial, as_partial
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
@@ -91,6 +92,8 @@ class Worker:
         if prepare is not None:  # optional: load models at start, and fail there on a bad configuration
             prepare(settings)
         self.settings = settings
+        # the share of predictions this family scores (holistic/sampling.py); a bad value stops it here
+        self.sample_rate = sampling.rate_for(self.family.name, bool(getattr(self.family, "samples", False)))
         self.keys = Keys(settings.key_prefix)
         shards = settings.worker_shards or list(range(settings.queue_shards))
         self.queues = [WorkQueue(client, self.keys, shard=n) for n in shards]
@@ -130,9 +133,11 @@ class Worker:
         known = self._signatures.get((model, redaction))
         if known is None:
             sig = self.family.signature(model, self.settings)
-            if redaction:
-                options = {**sig.options, "redaction": redaction}
-                sig = make_signature(sig.family, sig.version, options, sig.model_sha256)
+            extra = {"redaction": redaction} if redaction else {}
+            if self.sample_rate < 1.0:
+                extra[sampling.SIGNATURE_OPTION] = f"{self.sample_rate:g}"
+            if extra:
+                sig = make_signature(sig.family, sig.version, {**sig.options, **extra}, sig.model_sha256)
             known = (signature_id(sig), sig.SerializeToString(deterministic=True))
             if len(self._signatures) >= 10_000:
                 self._signatures.clear()
@@ -345,7 +350,8 @@ class Worker:
                 if e.families is None and envelope.families and self.group not in envelope.families:
                     return _NOT_MINE  # an entry from before the `f` field
                 started = time.perf_counter()
-                by_minute, partial = as_partial(self.family.compute(envelope, self.settings))
+                scored = sampling.sample(envelope, self.sample_rate)
+                by_minute, partial = as_partial(self.family.compute(scored, self.settings))
                 for m in self.middleware:
                     m.after_compute(self, time.perf_counter() - started)
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9

@@ -63,6 +63,12 @@ def metrics_page() -> str:
             lines.append(f"- radar axis `{fam.axis.name}`: {_cell(fam.axis.definition)}")
         else:
             lines.append("- radar axis: none")
+        if getattr(fam, "samples", False):
+            lines.append(
+                f"- scores a sample: `HOLISTIC_{fam.name.upper()}_SAMPLE_RATE` ([scoring a sample](../sampling.md))"
+            )
+        else:
+            lines.append("- scores a sample: no, every prediction")
         if fam.main_metrics:
             lines.append("- main metrics it can give a scenario: " + ", ".join(f"`{m}`" for m in fam.main_metrics))
         lines.append("")
@@ -121,6 +127,7 @@ def _settings_table(cls: type[BaseSettings]) -> Iterator[str]:
 
 def _settings_classes() -> Iterable[tuple[str, str, type[BaseSettings]]]:
     from gateway.quality_exporter import QualitySettings
+    from holistic import sampling
     from holistic.settings import Settings
     from holistic_client.otlp.settings import OtlpSettings
 
@@ -134,6 +141,10 @@ def _settings_classes() -> Iterable[tuple[str, str, type[BaseSettings]]]:
         seen.add(fam.Config)
         who = f"The {fam.name} family's workers (`holistic worker {fam.name}`) and the gateway's fold."
         yield fam.name, who, fam.Config
+    for fam in _families():
+        if getattr(fam, "samples", False):
+            who = f"The {fam.name} family's workers: the share they score ([scoring a sample](../sampling.md))."
+            yield f"{fam.name}-sampling", who, sampling.settings_class(fam.name)
 
 
 def settings_page() -> str:

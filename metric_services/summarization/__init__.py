@@ -37,6 +37,7 @@ SEMANTIC_OFF = {
 
 
 class SummarizationFamily(FamilyBase):
+    samples = True  # its metrics are shares and means over outputs: a sample estimates them (holistic/sampling.py)
     name = NAME
     exported_metrics = ("rouge_2", "bleu", "chrf")  # holistic quality-exporter's default series
     version = VERSION

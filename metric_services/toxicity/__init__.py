@@ -106,6 +106,7 @@ def _md(name: str, display: str, description: str) -> MetricMetadata:
 
 
 class ToxicityFamily(FamilyBase):
+    samples = True  # its metrics are shares and means over outputs: a sample estimates them (holistic/sampling.py)
     name = NAME
     exported_metrics = ("toxic_frac", "expected_max_toxicity")  # holistic quality-exporter's default series
     version = VERSION

@@ -28,8 +28,12 @@ function show(profile) {
   // accepted, not yet applied: an absent axis may only be on its way
   const pending = profile.pending.filter((f) => f.pendingPredictions > 0n).map((f) => `${f.family} ${f.pendingPredictions}`);
   if (pending.length) console.log(`  pending: ${pending.join(", ")}`);
+  // a family that scores a share of the predictions (HOLISTIC_<FAMILY>_SAMPLE_RATE) says so beside its value
+  const sampled = new Map(profile.families.filter((f) => f.sampleRate !== undefined).map((f) => [f.family, f.sampleRate]));
   for (const d of profile.dimensions) {
-    console.log(`  ${axis(d.kind).padEnd(12)} ${d.score === undefined ? `— ${d.absentReason}` : d.score.toFixed(3)}`);
+    const rate = sampled.get(d.family);
+    const value = d.score === undefined ? `— ${d.absentReason}` : d.score.toFixed(3);
+    console.log(`  ${axis(d.kind).padEnd(12)} ${value}${rate === undefined ? "" : ` sampled ${Number((rate * 100).toPrecision(3))} %`}`);
   }
 }
 

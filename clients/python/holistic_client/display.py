@@ -28,7 +28,17 @@ def pending_of(profile: pp.Profile) -> dict[str, int]:
     return {p.family: p.pending_predictions for p in profile.pending if p.pending_predictions}
 
 
-def _cell(d: pp.Dimension, pending: dict[str, int] | None = None) -> str:
+def sampled_of(profile: pp.Profile) -> dict[str, float]:
+    """Family -> the share of predictions its workers score, for those that score a sample."""
+    return {f.family: f.sample_rate for f in profile.families if f.HasField("sample_rate")}
+
+
+def rate_text(rate: float) -> str:
+    """`sampled 5 %`, `sampled 0.5 %`."""
+    return f"sampled {rate * 100:.3g} %"
+
+
+def _cell(d: pp.Dimension, pending: dict[str, int] | None = None, sampled: dict[str, float] | None = None) -> str:
     if not d.HasField("score"):
         n = (pending or {}).get(d.family)
         return f"[yellow]pending {n:,}[/yellow]" if n else "[dim]—[/dim]"
@@ -41,6 +51,9 @@ def _cell(d: pp.Dimension, pending: dict[str, int] | None = None) -> str:
             out += f" [dim]({num(lo, '.3f')}–{num(hi, '.3f')})[/dim]"
     if d.low_confidence:
         out += " [yellow]*[/yellow]"
+    rate = (sampled or {}).get(d.family)
+    if rate is not None:
+        out += f" [cyan]{rate_text(rate)}[/cyan]"
     return out
 
 
@@ -50,16 +63,16 @@ def profiles_table(profiles: Sequence[pp.Profile], title: str = "holistic profil
     t = table(
         "model", "predictions", *shown, right=("predictions", *shown), title=title,
         caption="score ± 95% half-width (or its bounds); — absent (no data); * low confidence;"
-        " pending N: accepted, not yet applied",
+        " pending N: accepted, not yet applied; sampled: the share of predictions the family scores",
     )  # fmt: skip
     for p in profiles:
         by_name = {dimension_name(d): d for d in p.dimensions}
-        pending = pending_of(p)
+        pending, sampled = pending_of(p), sampled_of(p)
         t.add_row(
             f"[bold]{text(p.model)}[/bold]",
             f"{p.counts.window_predictions:,}"
             + (f" [yellow]pending {max(pending.values()):,}[/yellow]" if pending else ""),
-            *(_cell(by_name[n], pending) if n in by_name else "—" for n in names),
+            *(_cell(by_name[n], pending, sampled) if n in by_name else "—" for n in names),
         )
     return t
 
@@ -94,11 +107,14 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
     """Axes with their reasons, scenarios, and each family's metrics and signature."""
     model = text(profile.model)
     axes = table("axis", "score", "n", "definition / why absent", right=("score", "n"), title=f"{model}: dimensions")
-    pending = pending_of(profile)
+    pending, sampled = pending_of(profile), sampled_of(profile)
     for d in profile.dimensions:
         note = text(d.definition) if d.HasField("score") else f"[dim]{text(d.absent_reason)}[/dim]"
         axes.add_row(
-            text(axis_title([profile], dimension_name(d))), _cell(d, pending), f"{d.count:,}" if d.count else "", note
+            text(axis_title([profile], dimension_name(d))),
+            _cell(d, pending, sampled),
+            f"{d.count:,}" if d.count else "",
+            note,
         )
     cols = ("scenario", "task", "main metric", "n", "accuracy", "latency p50")
     scenarios = table(*cols, right=("n",), title=f"{model}: scenarios")
@@ -119,6 +135,8 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
         title = f"{model}: {text(fam.family)} ({count(fam.count, 'prediction')})"
         if fam.family in pending:
             title += f", pending {pending[fam.family]:,}"
+        if fam.HasField("sample_rate"):
+            title += f", {rate_text(fam.sample_rate)}"
         caption = "\n".join([text(fam.signature.text)] + [f"{text(k)} absent: {text(v)}" for k, v in
                                                            sorted(fam.absent_metrics.items())])  # fmt: skip
         t = table("metric", "value", "n", right=("value", "n"), title=title, caption=caption)

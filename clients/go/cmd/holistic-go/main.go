@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -219,10 +220,19 @@ func printProfile(out io.Writer, p *pb.Profile, window string, asJSON bool) erro
 	if len(pending) > 0 {
 		fmt.Fprintf(out, "  pending: %s\n", strings.Join(pending, ", "))
 	}
+	// a family that scores a share of the predictions (HOLISTIC_<FAMILY>_SAMPLE_RATE) says so beside its value
+	sampled := map[string]float64{}
+	for _, f := range p.GetFamilies() {
+		if f.SampleRate != nil {
+			sampled[f.GetFamily()] = f.GetSampleRate()
+		}
+	}
 	for _, d := range p.GetDimensions() {
 		axis := strings.ToLower(strings.TrimPrefix(d.GetKind().String(), "DIMENSION_KIND_"))
 		if d.Score == nil {
 			fmt.Fprintf(out, "  %-12s — %s\n", axis, d.GetAbsentReason())
+		} else if rate, ok := sampled[d.GetFamily()]; ok {
+			fmt.Fprintf(out, "  %-12s %.3f sampled %s %%\n", axis, d.GetScore(), strconv.FormatFloat(rate*100, 'g', 3, 64))
 		} else {
 			fmt.Fprintf(out, "  %-12s %.3f\n", axis, d.GetScore())
 		}

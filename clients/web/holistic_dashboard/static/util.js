@@ -106,6 +106,14 @@ export function pendingOf(profile) {
   return new Map((profile?.pending ?? []).filter((f) => num(f.pendingPredictions) > 0).map((f) => [f.family, num(f.pendingPredictions)]));
 }
 
+// Family -> the share of predictions its workers score (FamilyReport.sampleRate; only families that sample).
+export function sampledOf(profile) {
+  return new Map((profile?.families ?? []).filter((f) => f.sampleRate != null).map((f) => [f.family, num(f.sampleRate)]));
+}
+
+// "sampled 5 %": beside a value estimated from a share of the predictions.
+export const rateText = (rate) => `sampled ${Number((rate * 100).toPrecision(3))} %`;
+
 // "accuracy 3, efficiency 3": what is still on its way, or "" when nothing is.
 export function pendingText(profile) {
   return [...pendingOf(profile)].map(([f, n]) => `${f} ${count(n)}`).join(", ");

@@ -1,7 +1,7 @@
 // The matrix of models × dimensions and the window comparison (the per-model detail is detail.js).
 // Everything is read generically from the Profile message: new families, axes and metrics show
 // up without changes here.
-import { axesOf, axisTitle, count, dimension, fmt, h, halfWidth, hasScore, num, pendingOf } from "./util.js";
+import { axesOf, axisTitle, count, dimension, fmt, h, halfWidth, hasScore, num, pendingOf, rateText, sampledOf } from "./util.js";
 
 // --- matrix -------------------------------------------------------------------------------------
 function sortValue(p, key) {
@@ -25,7 +25,7 @@ export function renderMatrix(table, profiles, state, onSort, onPick) {
   const head = h("tr", {}, th("model", "model"), th("predictions", "predictions", "num"), axes.map((a) => th(a, axisTitle(profiles, a), "num")));
   const body = rows.map((p) => h("tr", { "data-model": p.model, class: state.selected.has(p.model) ? "selected" : null },
     h("td", {}, h("a", { href: "#detail-panel", class: "model", onclick: () => onPick(p.model) }, p.model)),
-    predictionsCell(p), axes.map((a) => cell(dimension(p, a), a, pendingOf(p)))));
+    predictionsCell(p), axes.map((a) => cell(dimension(p, a), a, pendingOf(p), sampledOf(p)))));
   table.replaceChildren(h("thead", {}, head), h("tbody", {}, body));
 }
 
@@ -36,7 +36,7 @@ function predictionsCell(p) {
     most ? h("span", { class: "sub pending" }, `pending ${count(most)}`) : null);
 }
 
-function cell(d, axis, pending) {
+function cell(d, axis, pending, sampled) {
   if (!hasScore(d)) {
     const n = pending.get(d?.family);
     return h("td", { class: "num absent", "data-col": axis, title: d?.absentReason || "no data" }, n ? `pending ${count(n)}` : "—");
@@ -44,7 +44,8 @@ function cell(d, axis, pending) {
   const hw = halfWidth(d);
   return h("td", { class: "num", "data-col": axis, title: d.definition || "" },
     `${fmt(d.score)}${hw !== null ? ` ±${fmt(hw)}` : ""}${d.lowConfidence ? " *" : ""}`,
-    h("span", { class: "sub" }, `n=${count(d.count)}`));
+    h("span", { class: "sub" }, `n=${count(d.count)}`),
+    sampled.has(d.family) ? h("span", { class: "sub sampled" }, rateText(sampled.get(d.family))) : null);
 }
 
 // --- comparison ---------------------------------------------------------------------------------
