@@ -9,11 +9,13 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.text import Text
 
 from holistic.profile import HELM_AXES, axis_name
 from holistic.v1 import profile_pb2 as pp
 from holistic_app.cli import main
-from holistic_client.radar import present_runs, radar_data, radar_figure, render
+from holistic_client.radar import axis_labels, present_runs, radar_data, radar_figure, render
 from tests.conftest import drain
 from tests.factories import prediction
 
@@ -79,7 +81,7 @@ def test_absent_axes_are_gaps_and_never_zero():
     assert set(lines) == {"series-0-run-0", "series-0-run-1", "series-1-run-0"}
     for ln in lines.values():  # no vertex of any model at 0
         assert min(ln.get_data()[1]) > 0
-    labels = [t.get_text() for t in ax.get_xticklabels()]
+    labels = [t.get_text() for t in axis_labels(ax)]
     assert labels[2] == "robustness\n(no data)" and labels[0] == "accuracy"
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == [
@@ -134,3 +136,43 @@ def test_cli_radar_is_deterministic_across_processes(gateway, make_worker, clien
     assert one.exit_code == 0 and f"wrote {png} (1 model)" in one.output, one.output
     bad = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "r.pdf")])
     assert bad.exit_code == 2 and ".svg or .png" in bad.output
+
+
+def long_named() -> pp.Profile:
+    p = profile("a-model-with-a-rather-long-name-v2.3.1-instruct", {"accuracy": 0.8}, 10)
+    p.dimensions.add(axis="a very long plugin axis name (with a unit)", score=0.4)
+    p.dimensions.add(axis="another_plugin_axis_whose_name_never_ends_at_all", score=0.6)
+    return p
+
+
+def with_toxicity_classifier() -> pp.Profile:
+    p = profile("m", {name: 0.5 for _, name in AXES}, 10)
+    sig = p.families.add(family="toxicity").signature
+    sig.options["classifier"], sig.options["primary"] = "alt-profanity-check-1.9.1", "profanity"
+    return p
+
+
+@pytest.mark.parametrize(
+    "profiles",
+    [[ATLAS, SWIFT], [profile("m", {}, 0)], [long_named(), ATLAS], [with_toxicity_classifier(), SWIFT]],
+    ids=["helm", "no-data", "long-names", "toxicity-classifier"],
+)
+def test_every_text_lies_inside_the_image(profiles):
+    """Measured by matplotlib's renderer after a draw: axis labels, scale, title and legend, whatever
+    their length (these cases clipped "(p" off toxicity, the title with no data, long plugin axes)."""
+    fig = radar_figure(profiles, "holistic profiles, last day")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    image = fig.bbox
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+    assert len(texts) >= len(radar_data(profiles)[0]) + len(profiles) + 1  # labels, legend, title at least
+    for t in texts:
+        box = t.get_window_extent(renderer)
+        inside = box.x0 >= 0 and box.x1 <= image.width and box.y0 >= 0 and box.y1 <= image.height
+        assert inside, f"{t.get_text()!r} at {box.extents} outside {image.width} x {image.height}"
+    legend_top = fig.legends[0].get_window_extent(renderer).y1
+    for t in axis_labels(fig.axes[0]):  # the names clear the legend
+        assert t.get_window_extent(renderer).y0 >= legend_top, t.get_text()
+    png = render(profiles, "png")
+    assert int.from_bytes(png[16:20], "big") == image.width and int.from_bytes(png[20:24], "big") == image.height

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +19,17 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.projections.polar import PolarAxes
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.display import axis_title, dimension_name
 
 FORMATS = ("svg", "png")
+# Line lengths (characters) labels are wrapped to: a plugin's axis or a model may have any name.
+AXIS_LABEL_CHARS, LEGEND_CHARS, TITLE_CHARS = 22, 90, 70
 # Colour-blind-safe (Okabe-Ito), in a fixed order so a model keeps its colour between runs.
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 _RC = {
@@ -89,13 +95,17 @@ def radar_figure(profiles: Sequence[pp.Profile], title: str) -> Figure:
     ax.set_ylim(0, 1)
     ax.set_yticks([0.25, 0.5, 0.75, 1.0], labels=["0.25", "0.5", "0.75", "1"], fontsize=8, color="#666666")
     ax.set_rlabel_position(180 / n)  # the scale between the first two axes, clear of both
-    ax.tick_params(axis="x", pad=12)
     no_data = [all(s.values[i] is None for s in series) for i in range(n)]
-    shown = [axis_title(profiles, a, "\n") for a in axes_names]  # toxicity says what it measures
-    ax.set_xticks(angles, labels=[f"{a}\n(no data)" if no_data[i] else a for i, a in enumerate(shown)])
-    for i, label in enumerate(ax.get_xticklabels()):
-        label.set_color("#999999" if no_data[i] else "#222222")
-        label.set_gid(f"axis-{axes_names[i]}")
+    shown = [wrap(axis_title(profiles, a, "\n"), AXIS_LABEL_CHARS) for a in axes_names]  # toxicity: what it measures
+    ax.set_xticks(angles, labels=[])
+    for i, angle in enumerate(angles):  # each label grows away from the circle: left of it, right of it, above, below
+        x, y = math.sin(angle), math.cos(angle)  # where the axis points, first axis up, clockwise
+        ax.text(
+            angle, 1.07, f"{shown[i]}\n(no data)" if no_data[i] else shown[i], gid=f"axis-{axes_names[i]}",
+            color="#999999" if no_data[i] else "#222222", fontsize=10, clip_on=False, multialignment="center",
+            ha="left" if x > 0.1 else "right" if x < -0.1 else "center",
+            va="bottom" if y > 0.1 else "top" if y < -0.1 else "center",
+        )  # fmt: skip
     ax.xaxis.grid(False)
     for i, angle in enumerate(angles):  # spokes: dashed for an axis nobody has data for
         ax.plot([angle, angle], [0, 1], color="#bbbbbb", lw=0.8, ls="--" if no_data[i] else "-", zorder=0)
@@ -104,6 +114,7 @@ def radar_figure(profiles: Sequence[pp.Profile], title: str) -> Figure:
         colour = COLOURS[k % len(COLOURS)]
         missing = [axes_names[i] for i, v in enumerate(s.values) if v is None]
         label = f"{s.model} (n={s.predictions:,})" + (f"; absent: {', '.join(missing)}" if missing else "")
+        label = wrap(label, LEGEND_CHARS)
         runs = present_runs(s.values)
         for j, run in enumerate(runs):
             closed = len(run) == n
@@ -117,10 +128,54 @@ def radar_figure(profiles: Sequence[pp.Profile], title: str) -> Figure:
         if not runs:  # keep the model in the legend even with no score at all
             ax.plot([], [], color=colour, lw=2, label=label)
     ax.set_xlim(0, 2 * math.pi)  # the whole circle, whatever the plotted angles
-    ax.set_title(title, pad=36, fontsize=12)
-    fig.legend(loc="lower center", ncols=1, fontsize=9, frameon=False)
-    fig.subplots_adjust(top=0.86, bottom=0.08 + 0.045 * len(series))
+    ax.set_title(wrap(title, TITLE_CHARS), pad=36, fontsize=12)
+    legend = fig.legend(loc="lower center", ncols=1, fontsize=9, frameon=False)
+    fit(fig, ax, legend)
     return fig
+
+
+def axis_labels(ax: PolarAxes) -> list[Text]:
+    """The axes' names around the circle, in axis order."""
+    return [t for t in ax.texts if (t.get_gid() or "").startswith("axis-")]
+
+
+def wrap(text: str, width: int) -> str:
+    """Each line of `text` broken at spaces (or, in a long word, anywhere) to at most `width` characters."""
+    return "\n".join(
+        textwrap.fill(line, width, break_long_words=True, break_on_hyphens=False) or line for line in text.split("\n")
+    )
+
+
+def fit(fig: Figure, ax: PolarAxes, legend: Legend, margin_px: float = 6.0, rounds: int = 12) -> None:
+    """Shrink the chart until every label, the scale and the title lie inside the image above the legend.
+
+    Text keeps its size while the chart shrinks, so each round measures the drawn text (matplotlib's own
+    renderer, the same measure the tests use) and moves the axes in by what still sticks out."""
+    canvas = FigureCanvasAgg(fig)
+    width, height = fig.bbox.width, fig.bbox.height
+    for _ in range(rounds):
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        floor = legend.get_window_extent(renderer).y1 if legend.get_texts() else 0.0
+        texts = [*axis_labels(ax), *ax.get_yticklabels(), ax.title]
+        boxes = [t.get_window_extent(renderer) for t in texts if t.get_visible() and t.get_text()]
+        if not boxes:
+            return
+        left = max(0.0, margin_px - min(b.x0 for b in boxes))
+        right = max(0.0, max(b.x1 for b in boxes) - (width - margin_px))
+        bottom = max(0.0, floor + margin_px - min(b.y0 for b in boxes))
+        top = max(0.0, max(b.y1 for b in boxes) - (height - margin_px))
+        if not (left or right or bottom or top):
+            return
+        pos = ax.get_position()
+        ax.set_position(
+            Bbox.from_extents(
+                pos.x0 + (left + 1) / width if left else pos.x0,
+                pos.y0 + (bottom + 1) / height if bottom else pos.y0,
+                pos.x1 - (right + 1) / width if right else pos.x1,
+                pos.y1 - (top + 1) / height if top else pos.y1,
+            )
+        )
 
 
 def render(profiles: Sequence[pp.Profile], fmt: str, title: str = "holistic profiles") -> bytes:
