@@ -4,6 +4,22 @@ import { axesOf, axisTitle, dimension, hasScore } from "./util.js";
 
 const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
 
+const LABEL_CHARS = 18;
+
+// `text` as lines of at most `width` characters, broken at spaces (a longer word alone on its line is cut).
+export function wrapWords(text, width) {
+  const lines = [];
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    for (let w = word; w.length; w = w.slice(width)) {
+      const piece = w.slice(0, width);
+      const last = lines.length - 1;
+      if (last >= 0 && lines[last].length + 1 + piece.length <= width) lines[last] += ` ${piece}`;
+      else lines.push(piece);
+    }
+  }
+  return lines.length ? lines : [""];
+}
+
 export function radarData(profiles) {
   const axes = axesOf(profiles);
   const datasets = profiles.map((p, i) => {
@@ -34,9 +50,11 @@ export class Radar {
             pointLabels: {
               font: { size: 13 },
               color: (ctx) => (this.noData[ctx.index] ? "#9ca3af" : "#1d2433"),
+              // lines Chart.js measures when it sizes the circle: a long name (a plugin's axis, the
+              // toxicity classifier) wraps instead of running off the canvas
               callback: (label, i) => {
-                const shown = axisTitle(this.profiles, label);
-                return this.noData[i] ? `${shown} (no data)` : shown;
+                const lines = wrapWords(axisTitle(this.profiles, label), LABEL_CHARS);
+                return this.noData[i] ? [...lines, "(no data)"] : lines;
               },
             },
           },
