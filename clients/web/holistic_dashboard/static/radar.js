@@ -6,17 +6,24 @@ const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00
 
 const LABEL_CHARS = 18;
 
-// `text` as lines of at most `width` characters, broken at spaces (a longer word alone on its line is cut).
+// `text` as lines of at most `width` characters, broken at spaces or after hyphens (a longer piece is cut).
 export function wrapWords(text, width) {
   const lines = [];
+  let line = "";
   for (const word of text.split(/\s+/).filter(Boolean)) {
-    for (let w = word; w.length; w = w.slice(width)) {
-      const piece = w.slice(0, width);
-      const last = lines.length - 1;
-      if (last >= 0 && lines[last].length + 1 + piece.length <= width) lines[last] += ` ${piece}`;
-      else lines.push(piece);
-    }
+    word.match(/[^-]*-|[^-]+$/g).forEach((part, k) => {
+      for (let p = part; p.length; p = p.slice(width)) {
+        const piece = p.slice(0, width);
+        const sep = k === 0 && p === part && line ? " " : "";
+        if (line && (line + sep + piece).length <= width) line += sep + piece;
+        else {
+          if (line) lines.push(line);
+          line = piece;
+        }
+      }
+    });
   }
+  if (line) lines.push(line);
   return lines.length ? lines : [""];
 }
 

@@ -59,8 +59,13 @@ export function taskName(task) {
 
 export const hasScore = (d) => d && typeof d.score === "number"; // optional field: absent means no data
 
-export function halfWidth(x) {
-  return x.interval ? (num(x.interval.upper) - num(x.interval.lower)) / 2 : null;
+// " ±0.05" when the interval is even about the value, else its bounds " (0.434–0.903)" (Wilson at an
+// edge, a clipped or a skewed interval): a "±" would put one bound where it is not. "" without one.
+export function scoreInterval(x, value) {
+  if (!x.interval) return "";
+  const lo = num(x.interval.lower), hi = num(x.interval.upper);
+  if (Math.abs((hi - value) - (value - lo)) < 1e-9) return ` ±${fmt((hi - lo) / 2)}`;
+  return ` (${fmt(lo)}–${fmt(hi)})`;
 }
 
 export function metricText(m) {

@@ -1,7 +1,7 @@
 // The matrix of models × dimensions and the window comparison (the per-model detail is detail.js).
 // Everything is read generically from the Profile message: new families, axes and metrics show
 // up without changes here.
-import { axesOf, axisTitle, count, dimension, fmt, h, halfWidth, hasScore, num, pendingOf, rateText, sampledOf } from "./util.js";
+import { axesOf, axisTitle, count, dimension, fmt, h, hasScore, scoreInterval, num, pendingOf, rateText, sampledOf } from "./util.js";
 
 // --- matrix -------------------------------------------------------------------------------------
 function sortValue(p, key) {
@@ -41,9 +41,8 @@ function cell(d, axis, pending, sampled) {
     const n = pending.get(d?.family);
     return h("td", { class: "num absent", "data-col": axis, title: d?.absentReason || "no data" }, n ? `pending ${count(n)}` : "—");
   }
-  const hw = halfWidth(d);
   return h("td", { class: "num", "data-col": axis, title: d.definition || "" },
-    `${fmt(d.score)}${hw !== null ? ` ±${fmt(hw)}` : ""}${d.lowConfidence ? " *" : ""}`,
+    `${fmt(d.score)}${scoreInterval(d, num(d.score))}${d.lowConfidence ? " *" : ""}`,
     h("span", { class: "sub" }, `n=${count(d.count)}`),
     sampled.has(d.family) ? h("span", { class: "sub sampled" }, rateText(sampled.get(d.family))) : null);
 }
