@@ -10,7 +10,7 @@ from rich.console import Console
 
 from holistic.v1 import profile_pb2 as pp
 from holistic_app.cli import main
-from holistic_client.detail import axis_notes, plot_row
+from holistic_client.detail import PLOT_HEADER, axis_notes, plot_row
 from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import profiles_table
 from holistic_client.jsonl import write_predictions
@@ -101,9 +101,11 @@ def test_groups_show_scores_intervals_counts_and_the_gap():
 
 
 def test_reliability_bins_and_the_text_plot():
-    # 21 columns for 0, 0.05, ..., 1: confidence 0.3 at column 6, accuracy 0.2 at column 4.
-    assert plot_row(0.3, 0.2) == "    ● │" + " " * 14
-    assert plot_row(0.9, 0.9) == " " * 18 + "●" + "  "  # on the diagonal: the dot hides the mark
+    # 41 columns for 0, 0.025, ..., 1: confidence 0.3 at column 12, accuracy 0.2 at column 8.
+    assert plot_row(0.3, 0.2) == " " * 8 + "●   │" + " " * 28
+    assert plot_row(0.9, 0.9) == " " * 36 + "●" + " " * 4  # on the diagonal: the dot hides the mark
+    # the header is the plot's scale: as wide as every row, 0 over the first column, 1 over the last
+    assert len(PLOT_HEADER) == len(plot_row(0.5, 0.5)) == 41 and PLOT_HEADER[0] == "0" and PLOT_HEADER[-1] == "1"
     p = sample()
     cal = p.families.add(family="calibration", count=20)
     curve = cal.reliability_curves.add(scenario="mmlu", binning="equal_mass", exact=True)
@@ -115,6 +117,10 @@ def test_reliability_bins_and_the_text_plot():
     assert "reliability of mmlu: 20 predictions in 2 equal-mass bins; ece_10_bin 0.1000" in out
     assert row(out, "(0.000, 0.500]")[1:5] == ["10", "0.300", "0.200", "-0.100"]
     assert row(out, "(0.500, 1.000]")[1:5] == ["10", "0.800", "0.900", "+0.100"]
+    header = next(line for line in out.splitlines() if "bin (lower, upper]" in line)
+    under = next(line for line in out.splitlines() if "(0.500, 1.000]" in line)
+    # the scale on one line, right above the plot: 0 over its first column, 1 over its last
+    assert header.index(PLOT_HEADER) == under.index(plot_row(0.8, 0.9))
 
 
 def test_perturbation_table_before_perturbed_worst():

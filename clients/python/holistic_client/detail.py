@@ -20,7 +20,9 @@ from holistic_client.axes import dimension_name
 from holistic_client.terminal import count, num, table, text
 
 DASH = "[dim]—[/dim]"
-PLOT_WIDTH = 21  # columns of the reliability text plot: 0, 0.05, ..., 1
+PLOT_WIDTH = 41  # columns of the reliability text plot: 0, 0.025, ..., 1
+# The plot's header: its scale from 0 (first column) to 1 (last), exactly as wide as the plot below it.
+PLOT_HEADER = "0" + " accuracy ● vs confidence │ ".center(PLOT_WIDTH - 2, "─") + "1"
 
 
 def family(p: pp.Profile, name: str) -> pp.FamilyReport | None:
@@ -181,7 +183,7 @@ def reliability_section(p: pp.Profile) -> list[RenderableType]:
             "confidence",
             "accuracy",
             "gap",
-            "0 ── accuracy ● vs confidence │ ── 1",
+            PLOT_HEADER,
             right=("n", "confidence", "accuracy", "gap"),
             title=title,
         )
