@@ -1,7 +1,9 @@
 """Folds merged retrieval statistics: per scenario the mean over queries of each measure with its
 95 % interval (Wilson for Success@k, a 0/1 outcome; normal otherwise), the scenario's accuracy
 candidate from its main metric, and per model the unweighted mean over scenarios (HELM's group
-cells are means of run means) with a propagated interval."""
+cells are means of run means) with a propagated interval, over the queries of every scenario (its
+count). A scenario's share of the propagated variance is at least its own interval's: a Success@k
+every query met has a Wilson interval, not a certain 1 (1–1)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from collections import defaultdict
 
 from holistic.families import ScenarioAccuracy, ScenarioPart
 from holistic.instances import LATE, OVER_CAP
-from holistic.intervals import mean_of_means, mean_var
+from holistic.intervals import Z95, mean_of_means, mean_var
 from holistic.metric_values import mean, plain, proportion
 from holistic.settings import Settings
 from holistic.stat_keys import Fields
@@ -36,7 +38,10 @@ def _metric(name: str, f: Fields) -> tuple[Metric, float] | None:
         m = proportion(name, NAME, round(s), n)
     else:
         m = mean(name, NAME, n, s, ss, clip=(0.0, 1.0))
-    return m, mean_var(n, s, ss)[1]
+    var = mean_var(n, s, ss)[1]
+    if m.HasField("interval"):  # Wilson's width where every query succeeded (or none did): never a certain 0
+        var = max(var, ((m.interval.upper - m.interval.lower) / (2 * Z95)) ** 2)
+    return m, var
 
 
 def scenario_part(
@@ -87,13 +92,16 @@ def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple
         skipped=other + perturbed + over_cap,
         skipped_reason="; ".join(reasons),
     )
-    per_metric: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    per_metric: dict[str, list[tuple[Metric, float]]] = defaultdict(list)
     for _, found in parts.values():
         for m, var in found:
-            per_metric[m.name].append((m.value, var))
-    for name, mv in per_metric.items():
-        value, lo, hi = mean_of_means(mv)
-        m = Metric(name=name, family=NAME, value=value, count=len(mv))
+            per_metric[m.name].append((m, var))
+    for name, found in per_metric.items():
+        if len(found) == 1:  # one scenario: the family's value is its value, with its own interval
+            rep.metrics.append(found[0][0])
+            continue
+        value, lo, hi = mean_of_means([(m.value, var) for m, var in found])
+        m = Metric(name=name, family=NAME, value=value, count=sum(m.count for m, _ in found))  # queries behind it
         if lo > float("-inf"):
             m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
         rep.metrics.append(m)

@@ -286,3 +286,23 @@ def test_scenario_means_read_in_bulk_equal_helm_through_pytrec_eval(judged_final
     for (scn, name), values in expected.items():
         m = metrics(f.scenarios[scn])[name]
         assert m.value == pytest.approx(sum(values) / len(values), abs=1e-12) and m.count == len(values), name
+
+
+def test_family_level_counts_queries_and_never_claims_certainty():
+    """The family's value is the mean over scenarios; its n is the queries behind it (not the number of
+    scenarios), and a Success@10 every query met is 1 with Wilson's width, not 1 (1–1)."""
+    one = {m.name: m for m in fold(fixture()).report.metrics}
+    scenario = metrics(fold(fixture()).scenarios["msmarco"])
+    assert one["RR@10"] == scenario["RR@10"]  # one scenario: its value, count (3 queries) and interval
+    assert one["Success@10"].value == 1.0 and one["Success@10"].count == 3
+    assert 0.0 < one["Success@10"].interval.lower < 1.0  # Wilson for 3 of 3: 0.4385
+
+    trec = [ranking_prediction(f"t{i}", scenario="trec", scores={"a": 0.9, "b": 0.1}, rels={"a": 1}) for i in range(2)]
+    two = {m.name: m for m in fold(fixture() + trec).report.metrics}
+    assert two["Success@10"].value == 1.0 and two["Success@10"].count == 5  # 3 msmarco + 2 trec queries
+    lo = two["Success@10"].interval.lower
+    # propagated from each scenario's Wilson half-width: 3 of 3 (0.4385–1), 2 of 2 (0.3424–1)
+    half = [(1 - 0.43850) / 2, (1 - 0.34237) / 2]
+    expected = 1 - 1.959964 * ((half[0] / 1.959964) ** 2 + (half[1] / 1.959964) ** 2) ** 0.5 / 2
+    assert lo == pytest.approx(expected, abs=1e-4) and lo < 1.0
+    assert two["RR@10"].value == pytest.approx((2 / 3 + 1) / 2) and two["RR@10"].count == 5
