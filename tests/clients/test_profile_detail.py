@@ -188,3 +188,17 @@ def test_summarization_panel_values_and_absent_reasons():
     assert sem[2:4] == ["—", "not available: HOLISTIC_SUMMARIZATION_SEMANTIC=off"]
     assert "6 summaries; 4 skipped (not summarization tasks)" in out
     assert "rouge_1" not in out  # neither reported nor absent: not a row
+
+
+def test_a_family_without_metrics_says_why_instead_of_an_empty_table():
+    from holistic_client.display import detail_tables
+
+    p = pp.Profile(model="m")
+    p.families.add(family="toxicity", count=0)
+    p.dimensions.add(kind=pp.DIMENSION_KIND_TOXICITY, family="toxicity", absent_reason="no outputs in this window")
+    p.families.add(family="accuracy", count=0)
+    p.pending.add(family="accuracy", pending_predictions=3)
+    out = render(detail_tables(p))
+    assert "m: toxicity (0 predictions): no metrics in this window (no outputs in this window)" in out
+    assert "m: accuracy (0 predictions), pending 3: no metrics in this window (3 accepted predictions not yet" in out
+    assert "┃ metric" not in out  # no family table with no rows

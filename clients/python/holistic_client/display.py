@@ -103,7 +103,7 @@ def family_table(profiles: Sequence[pp.Profile], family: str, names: Sequence[st
     return t
 
 
-def detail_tables(profile: pp.Profile) -> list[Table]:
+def detail_tables(profile: pp.Profile) -> list[Table | str]:
     """Axes with their reasons, scenarios, and each family's metrics and signature."""
     model = text(profile.model)
     axes = table("axis", "score", "n", "definition / why absent", right=("score", "n"), title=f"{model}: dimensions")
@@ -130,13 +130,16 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
             _metric_text(acc) if acc else "[dim]—[/dim]",
             _metric_text(lat) if lat else "[dim]—[/dim]",
         )
-    out = [axes, scenarios]
+    out: list[Table | str] = [axes, scenarios]
     for fam in profile.families:
         title = f"{model}: {text(fam.family)} ({count(fam.count, 'prediction')})"
         if fam.family in pending:
             title += f", pending {pending[fam.family]:,}"
         if fam.HasField("sample_rate"):
             title += f", {rate_text(fam.sample_rate)}"
+        if not fam.metrics:  # one line saying why, not a table with no rows
+            out.append(f"[bold]{title}[/bold]: no metrics in this window ({text(_why_empty(profile, fam, pending))})")
+            continue
         caption = "\n".join([text(fam.signature.text)] + [f"{text(k)} absent: {text(v)}" for k, v in
                                                            sorted(fam.absent_metrics.items())])  # fmt: skip
         t = table("metric", "value", "n", right=("value", "n"), title=title, caption=caption)
@@ -144,6 +147,14 @@ def detail_tables(profile: pp.Profile) -> list[Table]:
             t.add_row(text(m.name), _metric_text(m), f"{m.count:,}")
         out.append(t)
     return out
+
+
+def _why_empty(profile: pp.Profile, fam: pp.FamilyReport, pending: dict[str, int]) -> str:
+    """Why a family reports no metric: what is on its way, its axis's reason, or what it skipped."""
+    if fam.family in pending:
+        return f"{pending[fam.family]:,} accepted predictions not yet applied"
+    reason = next((d.absent_reason for d in profile.dimensions if d.family == fam.family and d.absent_reason), "")
+    return reason or fam.skipped_reason or "no predictions in this window"
 
 
 def _named(metrics: Sequence[pp.Metric], prefix: str) -> pp.Metric | None:

@@ -126,7 +126,7 @@ def build_report(profiles: Sequence[pp.Profile], window_title: str, made_at: dat
                     f"{p.counts.accepted_predictions:,} accepted all time"
                     + (f"; pending (accepted, not yet applied): {html.escape(waiting)}" if waiting else "")
                     + f"{html.escape(where)}</p>")  # fmt: skip
-        body.extend(table_html(t) for t in detail_tables(p))
+        body.extend(part_html(t) for t in detail_tables(p))
         for name, section in SECTIONS.items():
             parts = "".join(part_html(x) for x in section(p))
             body.append(f'<div class="panel" id="{slug(p.model)}-{name}"><h3>{name}</h3>{parts}</div>')
