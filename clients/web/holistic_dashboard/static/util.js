@@ -119,6 +119,27 @@ export function sampledOf(profile) {
 // "sampled 5 %": beside a value estimated from a share of the predictions.
 export const rateText = (rate) => `sampled ${Number((rate * 100).toPrecision(3))} %`;
 
+// Where a model's data is when the window holds none of it (the CLI's and the report's wording):
+// "newest prediction 34 days ago, 2026-11-01T12:34Z"; "" while the window holds some.
+export function newestText(profile, nowMs = Date.now()) {
+  const c = profile?.counts ?? {};
+  if (num(c.windowPredictions)) return "";
+  if (!c.newestPredictionTime) {
+    return num(c.acceptedPredictions) ? `${count(c.acceptedPredictions)} predictions accepted, none applied yet` : "no predictions accepted for this model";
+  }
+  const at = new Date(c.newestPredictionTime);
+  const seconds = (nowMs - at.getTime()) / 1000;
+  let ago = seconds >= 0 ? "in the last minute" : "ahead of this clock";
+  for (const [unit, size] of [["day", 86400], ["hour", 3600], ["minute", 60]]) {
+    if (seconds >= size) {
+      const n = Math.floor(seconds / size);
+      ago = `${n} ${unit}${n === 1 ? "" : "s"} ago`;
+      break;
+    }
+  }
+  return `newest prediction ${ago}, ${at.toISOString().slice(0, 16)}Z`;
+}
+
 // "accuracy 3, efficiency 3": what is still on its way, or "" when nothing is.
 export function pendingText(profile) {
   return [...pendingOf(profile)].map(([f, n]) => `${f} ${count(n)}`).join(", ");

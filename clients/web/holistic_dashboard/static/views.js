@@ -1,7 +1,7 @@
 // The matrix of models × dimensions and the window comparison (the per-model detail is detail.js).
 // Everything is read generically from the Profile message: new families, axes and metrics show
 // up without changes here.
-import { axesOf, axisTitle, count, dimension, fmt, h, hasScore, scoreInterval, num, pendingOf, rateText, sampledOf } from "./util.js";
+import { axesOf, axisTitle, count, dimension, fmt, h, hasScore, newestText, num, pendingOf, rateText, sampledOf, scoreInterval } from "./util.js";
 
 // --- matrix -------------------------------------------------------------------------------------
 function sortValue(p, key) {
@@ -32,8 +32,10 @@ export function renderMatrix(table, profiles, state, onSort, onPick) {
 // The window's predictions, and the most any family has accepted but not yet applied.
 function predictionsCell(p) {
   const most = Math.max(0, ...pendingOf(p).values());
+  const where = newestText(p); // an empty window says where the data is
   return h("td", { class: "num", "data-col": "predictions" }, count(p.counts?.windowPredictions),
-    most ? h("span", { class: "sub pending" }, `pending ${count(most)}`) : null);
+    most ? h("span", { class: "sub pending" }, `pending ${count(most)}`) : null,
+    where ? h("span", { class: "sub newest" }, where) : null);
 }
 
 function cell(d, axis, pending, sampled) {
