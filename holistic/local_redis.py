@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+from holistic import run_state
 from holistic.embedded_redis import EmbeddedRedis
 from holistic.errors import ConfigError
 from holistic.settings import Settings
 
 
 def with_local_redis(settings: Settings) -> Settings:
-    """The settings, pointed at `holistic up`'s unix socket in the data dir when REDIS_URL is unset.
+    """The settings, pointed at the running `holistic up`'s Redis when REDIS_URL is unset.
 
-    `holistic up` without REDIS_URL serves Redis only on `<data dir>/redis.sock` (HOLISTIC_DATA_DIR,
-    default `.holistic` in the working directory), so a tool run in the same directory finds it there.
+    `holistic up` writes the Redis it uses into its run-state file (holistic/run_state.py) in the data
+    dir (HOLISTIC_DATA_DIR, default `.holistic` in the working directory), so every command run in the
+    same directory finds it; without REDIS_URL it serves Redis only on `<data dir>/redis.sock`.
     """
     if settings.redis_url:
         return settings
+    state, why = run_state.read(settings.data_dir)
+    if state is not None:
+        return settings.model_copy(update={"redis_url": state.redis_url})
     sock = EmbeddedRedis(settings.data_dir).socket
-    if not sock.exists():
-        raise ConfigError(
-            f"no Redis: REDIS_URL is not set and no `holistic up` is serving {sock} "
-            "(run this where `holistic up` runs, set HOLISTIC_DATA_DIR to its --data-dir, or set REDIS_URL)"
-        )
-    return settings.model_copy(update={"redis_url": f"unix://{sock}"})
+    if sock.exists() and "stale" not in why:  # a stack from before the run-state file
+        return settings.model_copy(update={"redis_url": f"unix://{sock}"})
+    raise ConfigError(
+        f"no Redis: REDIS_URL is not set and {why}. Run this in the directory where `holistic up` runs, set "
+        "HOLISTIC_DATA_DIR to its --data-dir, or set REDIS_URL to the Redis the service uses"
+    )

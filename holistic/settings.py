@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from holistic import registry
 from holistic.errors import ConfigError
+from holistic.run_state import DATA_DIR
 
 # what HOLISTIC_REDACT=on can replace (Presidio's pattern recognizers' entity names)
 REDACT_ENTITIES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS")
@@ -40,7 +41,9 @@ class Settings(BaseSettings):
     redis_tls_ca: Path | None = Field(default=None, description="CA bundle that signed Redis's certificate.")
     redis_tls_cert: Path | None = Field(default=None, description="Client certificate, when Redis asks for one.")
     redis_tls_key: Path | None = Field(default=None, description="Key of the client certificate.")
-    data_dir: Path = Field(default=Path(".holistic"), description="Where `holistic up` keeps its Redis.")
+    data_dir: Path = Field(
+        default=DATA_DIR, description="Where `holistic up` keeps its Redis and its run-state file (run.json)."
+    )
     durability: Literal["everysec", "strict"] = Field(
         default="everysec",
         description="strict: a batch is acknowledged only once on disk (appendfsync always, or WAITAOF >= 7.2).",

@@ -137,6 +137,7 @@ def gateway(address: str | None, processes: int | None) -> None:
 @click.argument("family")
 def worker(family: str) -> None:
     """Run one replica of an installed metric family's service (start more to scale it)."""
+    from holistic.local_redis import with_local_redis
     from holistic.observability import serve_metrics
     from holistic.redis_conn import sync_client
     from holistic.registry import load_family
@@ -147,7 +148,7 @@ def worker(family: str) -> None:
     try:
         configured = load_family(family).configured()  # its settings as this process's environment has them
         serve_metrics(settings.metrics_address)
-        run_worker(configured, settings, sync_client(settings))
+        run_worker(configured, settings, sync_client(with_local_redis(settings)))
     except ConfigError as exc:  # e.g. a model the family needs at start cannot be loaded
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         sys.exit(2)
@@ -206,6 +207,7 @@ def dashboard(
 def janitor() -> None:
     """Trim the work stream below what every family still needs."""
     from holistic.janitor import run_janitor
+    from holistic.local_redis import with_local_redis
     from holistic.redis_conn import sync_client
     from holistic.stop_signal import stop_on_signals
 
@@ -214,7 +216,7 @@ def janitor() -> None:
     # As a container's PID 1 the process has no default SIGTERM action: stop between sweeps instead.
     stop = threading.Event()
     stop_on_signals(stop)
-    run_janitor(settings, sync_client(settings), stop)
+    run_janitor(settings, sync_client(with_local_redis(settings)), stop)
 
 
 @main.group()
@@ -238,7 +240,7 @@ def tokens_new(tenant: str) -> None:
 
 @main.group()
 def dlq() -> None:
-    """Inspect and replay dead-lettered batches (REDIS_URL, else `holistic up`'s Redis in this directory)."""
+    """Inspect and replay dead-lettered batches (REDIS_URL, else the Redis of the `holistic up` running here)."""
 
 
 def _queues(settings: Settings) -> list:  # type: ignore[type-arg]

@@ -23,10 +23,11 @@ err = Console(stderr=True)
 def _queues(settings: Settings) -> list[WorkQueue]:
     # imported here: redis and pydantic cost every `holistic` command ~0.2 s at start, `submit` included
     from holistic.keys import Keys
+    from holistic.local_redis import with_local_redis
     from holistic.redis_conn import sync_client
     from holistic.workqueue import WorkQueue
 
-    client, keys = sync_client(settings), Keys(settings.key_prefix)
+    client, keys = sync_client(with_local_redis(settings)), Keys(settings.key_prefix)
     return [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
 
 

@@ -19,11 +19,12 @@ err = Console(stderr=True)
 def quality_exporter(address: str | None) -> None:
     """Serve profile quality (axes, intervals, main metrics) as Prometheus series."""
     from gateway.quality_exporter import load_quality_settings, serve
+    from holistic.local_redis import with_local_redis
     from holistic.observability import setup_logging
     from holistic.settings import load_settings
 
     try:
-        settings, quality = load_settings(), load_quality_settings()
+        settings, quality = with_local_redis(load_settings()), load_quality_settings()
         setup_logging(settings.log_format, settings.log_level)
         asyncio.run(serve(settings, quality, address))
     except (ConfigError, OSError) as exc:

@@ -21,8 +21,10 @@ from typing import IO
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from holistic import run_state
 from holistic.embedded_redis import EmbeddedRedis
 from holistic.errors import ConfigError
+from holistic.run_state import RunState
 from holistic.settings import Settings
 from holistic.tenants import first_bare_token
 
@@ -109,6 +111,9 @@ class Stack:
         except ConfigError:
             self.stop()
             raise
+        # what every other command run here reads to find this stack (holistic/run_state.py)
+        state = RunState(os.getpid(), time.time(), self.redis_url, self.address, self.dashboard_url)
+        run_state.write(self.data_dir, state)
 
     def _health_credentials(self) -> grpc.ChannelCredentials | None:
         """Over TLS, trust the gateway's own certificate; with mutual TLS, `up` has no client certificate,
@@ -172,6 +177,7 @@ class Stack:
             time.sleep(0.5)
 
     def stop(self) -> None:
+        run_state.remove(self.data_dir, os.getpid())
         for child in self.children:
             if child.proc is not None and child.proc.poll() is None:
                 child.proc.send_signal(signal.SIGTERM)

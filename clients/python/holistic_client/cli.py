@@ -13,6 +13,7 @@ import grpc
 from google.protobuf import json_format
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from holistic.run_state import running_gateway
 from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
 from holistic_client.demo_sample import SAMPLE, rebased
 from holistic_client.detail_panels import SECTIONS
@@ -23,10 +24,15 @@ from holistic_client.terminal import console as make_console
 from holistic_client.terminal import count, table, text
 
 Connect = Callable[[str], Client]
+DEFAULT_TARGET = "127.0.0.1:50051"  # HOLISTIC_GATEWAY_ADDRESS's default
 
 
 target_option = click.option(
-    "--target", envvar="HOLISTIC_TARGET", default="127.0.0.1:50051", show_default=True, help="Gateway host:port."
+    "--target",
+    envvar="HOLISTIC_TARGET",
+    default=lambda: running_gateway() or DEFAULT_TARGET,
+    show_default=f"the gateway of the `holistic up` running here, else {DEFAULT_TARGET}",
+    help="Gateway host:port.",
 )
 _token = click.option("--token", envvar="HOLISTIC_TOKEN", default=None, help="Bearer token.")
 _ca = click.option("--ca", envvar="HOLISTIC_TLS_CA", default=None, help="CA certificate (PEM): use TLS.")
