@@ -98,7 +98,9 @@ def settings(make_settings: Callable[..., Settings]) -> Settings:
 class GatewayThread:
     """A real grpc.aio gateway on 127.0.0.1:<free port>, in its own thread and event loop."""
 
-    def __init__(self, settings: Settings, families: dict[str, Family] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, families: dict[str, Family] | None = None, bind: str = "127.0.0.1:0"
+    ) -> None:
         """`families`: configured families the gateway folds with instead of the installed ones."""
         self.settings = settings
         chosen = families or {}
@@ -106,7 +108,7 @@ class GatewayThread:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.port = self._run(self.gateway.start("127.0.0.1:0"))
+        self.port = self._run(self.gateway.start(bind))
         self.address = f"127.0.0.1:{self.port}"
 
     def _run(self, coro: Any, timeout: float = 30) -> Any:
@@ -134,8 +136,10 @@ class GatewayThread:
 def make_gateway(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., GatewayThread]]:
     started: list[GatewayThread] = []
 
-    def make(fold_families: dict[str, Family] | None = None, **overrides: Any) -> GatewayThread:
-        gw = GatewayThread(make_settings(**overrides), fold_families)
+    def make(
+        fold_families: dict[str, Family] | None = None, bind: str = "127.0.0.1:0", **overrides: Any
+    ) -> GatewayThread:
+        gw = GatewayThread(make_settings(**overrides), fold_families, bind)
         started.append(gw)
         return gw
 

@@ -99,11 +99,13 @@ def closed_port() -> int:
         return s.getsockname()[1]  # closed again on exit: nothing listens there
 
 
-def test_submit_to_a_stopped_gateway_says_so_at_once_and_timeout_bounds_it(tmp_path):
+def test_waiting_for_a_stopped_gateway_says_so_at_once_and_timeout_bounds_it(tmp_path):
+    """With --wait-for-ready (without it: test_unreachable_gateway.py, an error at once)."""
     path = tmp_path / "preds.jsonl"
     write_predictions(path, [prediction("p1", model="m1")])
     target = f"127.0.0.1:{closed_port()}"
-    result = CliRunner().invoke(main, ["submit", str(path), "--target", target, "--no-progress", "--timeout", "1"])
+    args = ["submit", str(path), "--target", target, "--no-progress", "--timeout", "1", "--wait-for-ready"]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     lines = result.output.splitlines()
     assert lines[0].startswith(f"cannot connect to {target}; retrying in ")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"math/rand"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -36,13 +37,26 @@ type Options struct {
 	Credentials credentials.TransportCredentials // TLS; nil is plaintext
 	OnRetry     func(attempt int, delay time.Duration, err error)
 	Sleep       func(ctx context.Context, d time.Duration) error // waits between attempts (for tests)
+	// FailUnreachable: until a call has reached the gateway, a connection that cannot be made returns an
+	// *UnreachableError at once instead of being retried (what a command line wants by default).
+	FailUnreachable bool
 }
 
 // Client is a connection to the gateway. Close it when done.
 type Client struct {
-	Stub pb.EvaluationServiceClient // the raw stub, for calls the client does not wrap
-	conn *grpc.ClientConn
-	opts Options
+	Stub    pb.EvaluationServiceClient // the raw stub, for calls the client does not wrap
+	conn    *grpc.ClientConn
+	opts    Options
+	target  string
+	reached atomic.Bool // a call has had an answer from the gateway
+}
+
+// unreachable is an *UnreachableError when the options say to fail at once and the gateway was never reached.
+func (c *Client) unreachable(err error) error {
+	if !c.opts.FailUnreachable || c.reached.Load() {
+		return nil
+	}
+	return unreachable(c.target, err)
 }
 
 // Dial connects to target (host:port) lazily: an unreachable gateway shows as retried UNAVAILABLE calls.
@@ -57,7 +71,7 @@ func Dial(target string, opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := New(conn, opts)
-	c.conn = conn
+	c.conn, c.target = conn, target
 	return c, nil
 }
 
@@ -126,7 +140,11 @@ func (c *Client) call(ctx context.Context, attempt func(ctx context.Context) err
 		err := attempt(actx)
 		cancel()
 		if err == nil {
+			c.reached.Store(true)
 			return nil
+		}
+		if u := c.unreachable(err); u != nil {
+			return u
 		}
 		delay, retry := retryDelay(err, n)
 		if !retry || n >= c.opts.MaxAttempts || ctx.Err() != nil {
@@ -181,6 +199,9 @@ func (c *Client) WatchProfile(ctx context.Context, model string, window Window, 
 	defer cancel()
 	stream, err := c.Stub.WatchProfile(c.WithToken(ctx), window.watchRequest(model))
 	if err != nil {
+		if u := c.unreachable(err); u != nil {
+			return u
+		}
 		return FromError(err)
 	}
 	for {
@@ -189,8 +210,12 @@ func (c *Client) WatchProfile(ctx context.Context, model string, window Window, 
 			return nil
 		}
 		if err != nil {
+			if u := c.unreachable(err); u != nil {
+				return u
+			}
 			return FromError(err)
 		}
+		c.reached.Store(true)
 		if err := fn(reply.GetProfile()); err != nil {
 			if errors.Is(err, ErrStopWatch) {
 				return nil

@@ -3,6 +3,7 @@ package holistic
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -34,6 +35,35 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "\n  %s: %s", v.Field, v.Description)
 	}
 	return b.String()
+}
+
+// connectFailure is how gRPC words a connection that was never made (refused, unknown host, no route,
+// TLS): the gateway was not reached, as opposed to a gateway that answered UNAVAILABLE.
+var connectFailure = regexp.MustCompile(`(?i)error while dialing|connection refused|no such host|no route to host|network is unreachable|handshake|i/o timeout`)
+
+// UnreachableError is a gateway that could not be reached at all: the address and the cause.
+type UnreachableError struct {
+	Target string
+	Cause  string
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("UNAVAILABLE: cannot reach the gateway at %s: %s (is it running? --wait-for-ready waits for it)",
+		e.Target, e.Cause)
+}
+
+// unreachable returns an *UnreachableError for an UNAVAILABLE that says the connection was never made.
+func unreachable(target string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable || !connectFailure.MatchString(st.Message()) {
+		return nil
+	}
+	msg := strings.TrimRight(st.Message(), `"`)
+	cause := strings.TrimSpace(msg[strings.LastIndex(msg, ": ")+1:])
+	if cause != "" {
+		cause = strings.ToUpper(cause[:1]) + cause[1:] // "Connection refused", as the other clients say
+	}
+	return &UnreachableError{Target: target, Cause: cause}
 }
 
 // CodeName is the code as the other clients spell it: "INVALID_ARGUMENT", "NOT_FOUND", ...

@@ -4,7 +4,8 @@
 //   holistic-node profile MODEL [--window 24h] [--json]
 //   holistic-node watch MODEL [--window 1h]
 //   holistic-node models
-// --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN).
+// --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN),
+// --wait-for-ready (wait for a gateway that is not up yet; without it an unreachable one fails at once).
 import { parseArgs } from "node:util";
 import { DimensionKind, HolisticClient, ProfileSchema, toJsonString } from "../src/index.js";
 
@@ -17,6 +18,8 @@ const { values: opts, positionals } = parseArgs({
     "batch-size": { type: "string", default: "500" },
     window: { type: "string", default: "all" },
     json: { type: "boolean", default: false },
+    // wait (and retry) for a gateway that is not up yet, instead of failing at once naming it
+    "wait-for-ready": { type: "boolean", default: false },
   },
 });
 const [command, arg] = positionals;
@@ -37,7 +40,7 @@ function show(profile) {
   }
 }
 
-const client = new HolisticClient(opts.target, { token: opts.token });
+const client = new HolisticClient(opts.target, { token: opts.token, waitForReady: opts["wait-for-ready"] });
 try {
   if (command === "submit" && arg) {
     const report = await client.submitFile(arg, { model: opts.model, batchSize: Number(opts["batch-size"]) });

@@ -10,7 +10,7 @@ import {
   GetProfileRequestSchema, ListModelsRequestSchema, SubmitPredictionsRequestSchema, WatchProfileRequestSchema,
 } from "../gen/holistic/v1/evaluation_service_pb.js";
 import { WindowPreset } from "../gen/holistic/v1/profile_pb.js";
-import { fromServiceError, InvalidPredictionsError, retryDelayMs } from "./errors.js";
+import { connectCause, fromServiceError, InvalidPredictionsError, isConnectFailure, retryDelayMs, UnreachableError } from "./errors.js";
 import { readPredictions } from "./jsonl.js";
 import { EvaluationServiceClient } from "./service.js";
 
@@ -84,7 +84,8 @@ export class HolisticClient {
   /**
    * @param {string} target gateway host:port
    * @param {object} [options] token, timeoutMs (30 s), maxAttempts (12), credentials (grpc.ChannelCredentials),
-   *   onRetry({attempt, delayMs, error}), sleep(ms) (for tests)
+   *   onRetry({attempt, delayMs, error}), sleep(ms) (for tests), waitForReady (true; false: until a call has
+   *   reached the gateway, a connection that cannot be made throws UnreachableError at once, as the CLI wants)
    */
   constructor(target = "127.0.0.1:50051", options = {}) {
     this.stub = new EvaluationServiceClient(target, options.credentials ?? grpc.credentials.createInsecure(), {
@@ -97,6 +98,14 @@ export class HolisticClient {
     this.maxAttempts = options.maxAttempts ?? 12;
     this.onRetry = options.onRetry;
     this.sleep = options.sleep ?? sleep;
+    this.target = target;
+    this.waitForReady = options.waitForReady ?? true;
+    this.reached = false; // a call has had an answer from the gateway
+  }
+
+  /** A connection never made, on a client that does not wait for the gateway to be ready. */
+  #unreachable(err) {
+    return !this.waitForReady && !this.reached && isConnectFailure(err) ? new UnreachableError(this.target, connectCause(err)) : null;
   }
 
   close() {
@@ -122,8 +131,12 @@ export class HolisticClient {
   async #call(method, request) {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.#unary(method, request);
+        const reply = await this.#unary(method, request);
+        this.reached = true;
+        return reply;
       } catch (err) {
+        const unreachable = this.#unreachable(err);
+        if (unreachable) throw unreachable;
         const delayMs = typeof err?.code === "number" ? this.#retryDelay(err, attempt) : null;
         if (delayMs === null || attempt >= this.maxAttempts) throw fromServiceError(err);
         this.onRetry?.({ attempt, delayMs, error: fromServiceError(err) });
@@ -210,10 +223,13 @@ export class HolisticClient {
     const abort = () => call.cancel();
     signal?.addEventListener("abort", abort, { once: true });
     try {
-      for await (const reply of call) yield reply.profile;
+      for await (const reply of call) {
+        this.reached = true;
+        yield reply.profile;
+      }
     } catch (err) {
       if (err?.code === grpc.status.CANCELLED) return;
-      throw fromServiceError(err);
+      throw this.#unreachable(err) ?? fromServiceError(err);
     } finally {
       signal?.removeEventListener("abort", abort);
       call.cancel();

@@ -34,6 +34,39 @@ export class HolisticError extends Error {
   }
 }
 
+// How grpc-js words a connection that was never made (refused, unknown host, no route, TLS): the gateway
+// was not reached, as opposed to a gateway that answered UNAVAILABLE.
+const CONNECT_FAILURE = /no connection established|ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|name resolution|failed to connect|handshake/i;
+
+/** True for an UNAVAILABLE that says the connection was never made. */
+export function isConnectFailure(err) {
+  return err?.code === grpc.status.UNAVAILABLE && CONNECT_FAILURE.test(err.details ?? err.message ?? "");
+}
+
+/** The gateway could not be reached at all: the address and the cause, at once. */
+export class UnreachableError extends HolisticError {
+  constructor(target, cause) {
+    super(grpc.status.UNAVAILABLE, `cannot reach the gateway at ${target}: ${cause} (is it running? --wait-for-ready waits for it)`);
+    this.name = "UnreachableError";
+    this.target = target;
+    this.cause = cause;
+  }
+}
+
+// The system error a failed connect names, in the words the Python and Go clients print.
+const CAUSES = {
+  ECONNREFUSED: "Connection refused", ENOTFOUND: "Domain name not found", EHOSTUNREACH: "No route to host",
+  ENETUNREACH: "Network is unreachable", ETIMEDOUT: "Connection timed out",
+};
+
+/** The most specific part of grpc-js's message: "Connection refused", not its whole chain. */
+export function connectCause(err) {
+  const text = err?.details ?? err?.message ?? "";
+  const code = text.match(/\b(E[A-Z]{4,})\b/)?.[1];
+  if (code && CAUSES[code]) return CAUSES[code];
+  return text.replace(/\s*\(is it running.*$/, "").trim();
+}
+
 /** INVALID_ARGUMENT with its field violations: [{ field: "predictions[3].confidence", description }]. */
 export class InvalidPredictionsError extends HolisticError {
   constructor(code, message, details, violations) {

@@ -1,6 +1,6 @@
 // @holistic-eval/client: call the holistic gateway from Node.js through stubs generated from protos/.
 export { contentBatchId, HolisticClient, WINDOWS } from "./client.js";
-export { fromServiceError, HolisticError, InvalidPredictionsError, retryDelayMs, statusDetails } from "./errors.js";
+export { fromServiceError, HolisticError, InvalidPredictionsError, retryDelayMs, statusDetails, UnreachableError } from "./errors.js";
 export { predictionToJsonLine, readPredictions } from "./jsonl.js";
 export { evaluationServiceDefinition, serviceDefinition } from "./service.js";
 export { PredictionSchema, PerturbationFamily, Task } from "../gen/holistic/v1/prediction_pb.js";

@@ -38,6 +38,10 @@ _token = click.option("--token", envvar="HOLISTIC_TOKEN", default=None, help="Be
 _ca = click.option("--ca", envvar="HOLISTIC_TLS_CA", default=None, help="CA certificate (PEM): use TLS.")
 _cert = click.option("--cert", envvar="HOLISTIC_TLS_CLIENT_CERT", default=None, help="Client certificate: mutual TLS.")
 _key = click.option("--key", envvar="HOLISTIC_TLS_CLIENT_KEY", default=None, help="Client certificate key.")
+_wait = click.option(
+    "--wait-for-ready", is_flag=True, envvar="HOLISTIC_WAIT_FOR_READY",
+    help="Wait (and retry) for a gateway that is not up yet, instead of failing at once naming it.",
+)  # fmt: skip
 
 
 def token_option(fn: Callable[..., None]) -> Callable[..., None]:
@@ -47,14 +51,17 @@ def token_option(fn: Callable[..., None]) -> Callable[..., None]:
     @_ca
     @_cert
     @_key
+    @_wait
     @functools.wraps(fn)
     def wrapper(
-        *args: object, token: str | None, ca: str | None, cert: str | None, key: str | None, **kw: object
-    ) -> None:
+        *args: object, token: str | None, ca: str | None, cert: str | None, key: str | None, wait_for_ready: bool,
+        **kw: object,
+    ) -> None:  # fmt: skip
         if "connect" not in kw:  # a command invoked by another passes its own connection maker on
             kw["connect"] = lambda target: Client(
-                target, token, tls_ca=ca, tls_cert=cert, tls_key=key, on_retry=_say_retrying(target)
-            )
+                target, token, tls_ca=ca, tls_cert=cert, tls_key=key, on_retry=_say_retrying(target),
+                wait_for_ready=wait_for_ready,
+            )  # fmt: skip
         fn(*args, **kw)
 
     return wrapper

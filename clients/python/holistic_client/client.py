@@ -18,10 +18,10 @@ from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import profile_pb2 as pp
 from holistic.v1.prediction_pb2 import Prediction
-from holistic_client.errors import ClientError, InvalidPredictions, from_rpc_error, retry_delay_s
+from holistic_client.errors import ClientError, InvalidPredictions, Unreachable, from_rpc_error, retry_delay_s
 from holistic_client.jsonl import Line
 
-__all__ = ["Client", "ClientError", "InvalidPredictions", "RetryNotice", "SubmitReport"]
+__all__ = ["Client", "ClientError", "InvalidPredictions", "RetryNotice", "SubmitReport", "Unreachable"]
 
 WINDOWS = {
     "all": pp.WINDOW_PRESET_ALL_TIME,
@@ -42,6 +42,20 @@ def _retryable(exc: BaseException) -> bool:
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         return retry_delay_s(exc) is not None  # a too-large message has no RetryInfo: not retryable
     return code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+# How gRPC core words a connection that was never made (refused, no route, unknown host, a TLS
+# handshake): the gateway was not reached, as opposed to a gateway that answered UNAVAILABLE.
+_CONNECT_FAILURE = re.compile(
+    r"failed to connect|connection refused|dns resolution failed|name resolution|errors resolving|no route to host|"
+    r"network is unreachable|handshake failed|connection reset|timed out",
+    re.IGNORECASE,
+)
+
+
+def _cause(details: str) -> str:
+    """The last, most specific part of gRPC's message: "Connection refused", not its whole chain."""
+    return details.rsplit(": ", 1)[-1].strip().rstrip("]") or details
 
 
 def _wait(fallback: Callable[..., float]) -> Callable[..., float]:
@@ -91,11 +105,15 @@ class Client:
         tls_key: str | Path | None = None,
         retry_for_s: float | None = None,
         on_retry: Callable[[RetryNotice], None] | None = None,
+        wait_for_ready: bool = True,
     ) -> None:
         """TLS when `credentials` or `tls_ca` is given; mutual TLS with `tls_cert` and `tls_key` too.
 
         A call retries UNAVAILABLE and RetryInfo answers up to `max_attempts` times and, when
         `retry_for_s` is set, for at most that long; `on_retry` hears of each retry before its wait.
+        `wait_for_ready=False`: until a call has reached the gateway once, a connection that cannot be
+        made raises Unreachable at once (the address and gRPC's cause) instead of retrying: what a
+        command line wants by default. Once reached, retries are as above.
         """
         options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
         if credentials is None and (tls_ca or tls_cert):
@@ -110,6 +128,9 @@ class Client:
         self.max_attempts = max_attempts
         self.retry_for_s = retry_for_s
         self.on_retry = on_retry
+        self.target = target
+        self.wait_for_ready = wait_for_ready
+        self._reached = False  # a call has had an answer from the gateway
 
     def close(self) -> None:
         self.channel.close()
@@ -139,18 +160,30 @@ class Client:
                 self.on_retry(RetryNotice(state.attempt_number, self.max_attempts, exc.code(), sleep, give_up_at))  # type: ignore[attr-defined]
 
         retrying = Retrying(
-            retry=retry_if_exception(_retryable), wait=bounded_wait, stop=stop, before_sleep=notify, reraise=True
-        )
+            retry=retry_if_exception(lambda e: _retryable(e) and not self._unreachable(e)),
+            wait=bounded_wait, stop=stop, before_sleep=notify, reraise=True,
+        )  # fmt: skip
         try:
             for attempt in retrying:
                 with attempt:
                     timeout = self.timeout_s
                     if deadline is not None:
                         timeout = max(0.05, min(timeout, deadline - time.monotonic()))
-                    return fn(request, timeout=timeout, metadata=self.metadata)
+                    reply = fn(request, timeout=timeout, metadata=self.metadata)
+                    self._reached = True
+                    return reply
         except grpc.RpcError as err:
+            if self._unreachable(err):
+                raise Unreachable(self.target, _cause(err.details() or "")) from None  # type: ignore[attr-defined]
             raise from_rpc_error(err) from None
         raise AssertionError("unreachable")
+
+    def _unreachable(self, exc: BaseException) -> bool:
+        """A connection never made, on a client that does not wait for the gateway to be ready."""
+        if self.wait_for_ready or self._reached or not isinstance(exc, grpc.RpcError):
+            return False
+        code, details = exc.code(), exc.details() or ""  # type: ignore[attr-defined]
+        return code == grpc.StatusCode.UNAVAILABLE and bool(_CONNECT_FAILURE.search(details))
 
     # --- writing -----------------------------------------------------------------------------
     def submit(
@@ -271,10 +304,13 @@ class Client:
         _set_window(request, window)
         try:
             for response in self.stub.WatchProfile(request, metadata=self.metadata):
+                self._reached = True
                 yield response.profile
         except grpc.RpcError as err:
             if err.code() == grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
                 return
+            if self._unreachable(err):
+                raise Unreachable(self.target, _cause(err.details() or "")) from None  # type: ignore[attr-defined]
             raise from_rpc_error(err) from None
 
     def list_models(self, page_size: int = 0) -> list[pp.ModelSummary]:

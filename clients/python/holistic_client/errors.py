@@ -14,6 +14,18 @@ class ClientError(Exception):
         self.message = message
 
 
+class Unreachable(ClientError):
+    """The gateway could not be reached at all (refused, unknown host, no route, TLS handshake)."""
+
+    def __init__(self, target: str, cause: str) -> None:
+        super().__init__(
+            grpc.StatusCode.UNAVAILABLE,
+            f"cannot reach the gateway at {target}: {cause} (is it running? --wait-for-ready waits for it)",
+        )
+        self.target = target
+        self.cause = cause
+
+
 class InvalidPredictions(ClientError):
     """INVALID_ARGUMENT with its field violations, e.g. ("predictions[3].confidence", "must be ...")."""
 

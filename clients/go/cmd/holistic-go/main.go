@@ -72,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	window := fs.String("window", "all", "profile window: all, 15m, 1h, 24h, 7d")
 	asJSON := fs.Bool("json", false, "print profiles as canonical protobuf JSON")
 	timeout := fs.Duration("timeout", 0, "give up after this long, retries included (e.g. 30s; 0: no limit)")
+	waitForReady := fs.Bool("wait-for-ready", false, "wait (and retry) for a gateway that is not up yet, instead of failing at once naming it")
 	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
 	positional, err := parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -107,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if command == "submit" && *dryRun {
 		return dryRunSubmit(arg, *model, *batchSize, stdout, stderr)
 	}
-	client, err := holistic.Dial(*target, holistic.Options{Token: *token,
+	client, err := holistic.Dial(*target, holistic.Options{Token: *token, FailUnreachable: !*waitForReady,
 		OnRetry: func(attempt int, delay time.Duration, err error) {
 			fmt.Fprintf(stderr, "%s: %v\n  retry %d of %d in %.1fs\n", *target, err, attempt,
 				holistic.DefaultMaxAttempts-1, delay.Seconds())

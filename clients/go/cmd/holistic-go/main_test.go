@@ -46,9 +46,18 @@ func TestDryRunPrintsEachBatchWithItsIDAndNamesBadLines(t *testing.T) {
 	}
 }
 
-func TestAnUnreachableGatewayIsNamedWithEachRetryAndTimeoutBoundsIt(t *testing.T) {
+func TestAnUnreachableGatewayFailsAtOnceNamingIt(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := run([]string{"models", "--target", "127.0.0.1:1", "--timeout", "500ms"}, &out, &errOut)
+	code := run([]string{"models", "--target", "127.0.0.1:1"}, &out, &errOut)
+	want := "error: UNAVAILABLE: cannot reach the gateway at 127.0.0.1:1: Connection refused (is it running? --wait-for-ready waits for it)\n"
+	if code != 2 || errOut.String() != want {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestWaitingForAnUnreachableGatewayNamesItWithEachRetryAndTimeoutBoundsIt(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"models", "--target", "127.0.0.1:1", "--wait-for-ready", "--timeout", "500ms"}, &out, &errOut)
 	text := errOut.String()
 	if code != 2 || !strings.HasPrefix(text, "127.0.0.1:1: UNAVAILABLE: ") || !strings.Contains(text, "\n  retry 1 of 11 in ") ||
 		!strings.Contains(text, "\nerror: UNAVAILABLE: ") {
