@@ -25,6 +25,7 @@ from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofWatch, check_strict
+from gateway.family_catalogue import FamilyCatalogue
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader
 from gateway.quota import Quotas
@@ -35,6 +36,7 @@ from holistic.families import Family
 from holistic.keys import Keys
 from holistic.observability import serve_metrics
 from holistic.redis_conn import async_client, sync_client
+from holistic.registry import load_family
 from holistic.settings import Settings
 from holistic.tenants import TokenStore
 from holistic.workqueue import WorkQueue
@@ -118,7 +120,8 @@ class Gateway:
         if s.gateway_wire_proof:
             wire_proof.warn_if_missing()
         ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.deployment, self.barrier, self.pinned)
-        service = EvaluationService(ingestor, reader, self.hub, self.tokens)
+        catalogue = FamilyCatalogue(self.deployment, lambda: self.backlog.per_family, self.families or load_family)
+        service = EvaluationService(ingestor, reader, self.hub, self.tokens, catalogue)
         self.server = grpc.aio.server(
             interceptors=[BearerAuth(self.tokens)],
             options=[
