@@ -6,9 +6,7 @@ import asyncio
 import logging
 import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,6 +36,7 @@ from holistic.observability import serve_metrics
 from holistic.redis_conn import async_client, sync_client
 from holistic.registry import load_family
 from holistic.settings import Settings
+from holistic.supervisor import Child, Supervisor
 from holistic.tenants import TokenStore
 from holistic.workqueue import WorkQueue
 
@@ -213,7 +212,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
     """N gateway processes on one port (gRPC sets SO_REUSEPORT): the kernel spreads connections.
 
     Python serves one core per process; this is how one host's gateway uses more of them. A
-    process that dies is restarted; SIGTERM stops them all.
+    process that dies is restarted; SIGTERM stops them all (holistic/supervisor.py).
     """
     args = [sys.executable, "-m", "gateway"] + ([address] if address else [])
 
@@ -225,23 +224,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
             out["HOLISTIC_METRICS_ADDRESS"] = f"{host}:{int(port) + i}"
         return out
 
-    procs = [subprocess.Popen(args, env=env(i)) for i in range(n)]
-    stopping = False
-
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    while not stopping:
-        for i, proc in enumerate(procs):
-            if proc.poll() is not None:
-                log.warning("gateway process %d exited with %s; restarting", proc.pid, proc.returncode)
-                procs[i] = subprocess.Popen(args, env=env(i))
-        time.sleep(0.5)
-    for proc in procs:
-        proc.terminate()
-    for proc in procs:
-        proc.wait(30)
+    supervisor = Supervisor([Child(f"gateway-{i}", args, env(i)) for i in range(n)], grace_s=30.0)
+    supervisor.start()
+    supervisor.run()
     return 0
