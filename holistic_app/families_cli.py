@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from holistic.settings import Settings
     from holistic.workqueue import WorkQueue
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 
 
 def _queues(settings: Settings) -> list[WorkQueue]:
