@@ -48,6 +48,7 @@ class BacklogMonitor:
         self.interval_s = interval_s
         self.on_health = on_health
         self.backlog = 0
+        self.per_family: dict[str, int] = {}  # batches not yet applied per family, as last polled
         self.healthy: bool | None = None
         self.drain_per_s = 0.0
         self._last: tuple[float, int] | None = None
@@ -79,6 +80,7 @@ class BacklogMonitor:
         except RETRYABLE as exc:
             await self._set_health(False, exc)
             return
+        self.per_family = {family: lag + pending for family, (lag, pending) in per_family.items()}
         worst = 0
         for family, (lag, pending) in per_family.items():
             LAG.labels(family).set(lag)

@@ -6,9 +6,7 @@ import asyncio
 import logging
 import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,6 +23,7 @@ from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofWatch, check_strict
+from gateway.family_catalogue import FamilyCatalogue
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader
 from gateway.quota import Quotas
@@ -35,7 +34,9 @@ from holistic.families import Family
 from holistic.keys import Keys
 from holistic.observability import serve_metrics
 from holistic.redis_conn import async_client, sync_client
+from holistic.registry import load_family
 from holistic.settings import Settings
+from holistic.supervisor import Child, Supervisor
 from holistic.tenants import TokenStore
 from holistic.workqueue import WorkQueue
 
@@ -118,7 +119,8 @@ class Gateway:
         if s.gateway_wire_proof:
             wire_proof.warn_if_missing()
         ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.deployment, self.barrier, self.pinned)
-        service = EvaluationService(ingestor, reader, self.hub, self.tokens)
+        catalogue = FamilyCatalogue(self.deployment, lambda: self.backlog.per_family, self.families or load_family)
+        service = EvaluationService(ingestor, reader, self.hub, self.tokens, catalogue)
         self.server = grpc.aio.server(
             interceptors=[BearerAuth(self.tokens)],
             options=[
@@ -210,7 +212,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
     """N gateway processes on one port (gRPC sets SO_REUSEPORT): the kernel spreads connections.
 
     Python serves one core per process; this is how one host's gateway uses more of them. A
-    process that dies is restarted; SIGTERM stops them all.
+    process that dies is restarted; SIGTERM stops them all (holistic/supervisor.py).
     """
     args = [sys.executable, "-m", "gateway"] + ([address] if address else [])
 
@@ -222,23 +224,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
             out["HOLISTIC_METRICS_ADDRESS"] = f"{host}:{int(port) + i}"
         return out
 
-    procs = [subprocess.Popen(args, env=env(i)) for i in range(n)]
-    stopping = False
-
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    while not stopping:
-        for i, proc in enumerate(procs):
-            if proc.poll() is not None:
-                log.warning("gateway process %d exited with %s; restarting", proc.pid, proc.returncode)
-                procs[i] = subprocess.Popen(args, env=env(i))
-        time.sleep(0.5)
-    for proc in procs:
-        proc.terminate()
-    for proc in procs:
-        proc.wait(30)
+    supervisor = Supervisor([Child(f"gateway-{i}", args, env(i)) for i in range(n)], grace_s=30.0)
+    supervisor.start()
+    supervisor.run()
     return 0

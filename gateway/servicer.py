@@ -10,6 +10,7 @@ import redis
 
 from gateway import perturb, status, wire
 from gateway.auth import bearer_token
+from gateway.family_catalogue import FamilyCatalogue
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
@@ -43,11 +44,19 @@ def _traceparent(context: grpc.aio.ServicerContext) -> str:
 
 
 class EvaluationService:
-    def __init__(self, ingestor: Ingestor, reader: ProfileReader, hub: WatchHub, tokens: TokenStore) -> None:
+    def __init__(
+        self,
+        ingestor: Ingestor,
+        reader: ProfileReader,
+        hub: WatchHub,
+        tokens: TokenStore,
+        catalogue: FamilyCatalogue | None = None,
+    ) -> None:
         self.ingestor = ingestor
         self.reader = reader
         self.hub = hub
         self.tokens = tokens
+        self.catalogue = catalogue
 
     def _tenant(self, context: grpc.aio.ServicerContext) -> str:
         """The caller's tenant (the interceptor already refused unknown tokens)."""
@@ -122,6 +131,13 @@ class EvaluationService:
         request = wire.parse(es.ListModelsRequest, raw)
         return await self.reader.list_models(self._tenant(context), request.page_size, request.page_token)
 
+    @status.unary
+    async def ListFamilies(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.ListFamiliesResponse:
+        wire.parse(es.ListFamiliesRequest, raw)
+        if self.catalogue is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this gateway keeps no family catalogue")
+        return await self.catalogue.list()  # type: ignore[union-attr]
+
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
     """Like the generated add_*_to_server, except that requests arrive as bytes: gateway/wire.py parses them
@@ -153,6 +169,11 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
                 service.ListModels,
                 request_deserializer=None,
                 response_serializer=es.ListModelsResponse.SerializeToString,
+            ),
+            "ListFamilies": grpc.unary_unary_rpc_method_handler(
+                service.ListFamilies,
+                request_deserializer=None,
+                response_serializer=es.ListFamiliesResponse.SerializeToString,
             ),
         },
     )

@@ -26,7 +26,7 @@ from holistic_client.terminal import console, table, text
 if TYPE_CHECKING:
     from holistic.settings import Settings
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 
 
 def _settings() -> Settings:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from holistic.settings import Settings
     from holistic.workqueue import WorkQueue
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 
 
 def _queues(settings: Settings) -> list[WorkQueue]:
@@ -47,30 +47,59 @@ def families() -> None:
 
 
 @families.command("list")
-def families_list() -> None:
-    """Every installed or deployed family: its axis, version, and its group's backlog per shard."""
+@click.option(
+    "--target", default=None, help="Ask this gateway (host:port) instead of Redis: what it folds, what runs, backlogs."
+)
+@click.option("--token", envvar="HOLISTIC_TOKEN", default=None, help="Bearer token for --target.")
+def families_list(target: str | None, token: str | None) -> None:
+    """Every installed or deployed family: its axis, version, and its group's backlog.
+
+    From Redis (REDIS_URL, else the running `holistic up`'s), with installed meaning beside this
+    command; with --target, from that gateway, installed meaning beside the gateway."""
+    rows = _from_gateway(target, token) if target else _from_redis()
+    table = Table(title="metric families" + (f" (gateway {escape(target)})" if target else ""))
+    for col in ("family", "version", "axis", "installed", "deployed", "backlog (batches)"):
+        table.add_column(col)
+    for name, version, axis, here, deployed, backlog in rows:
+        table.add_row(
+            escape(name), version, escape(axis), "yes" if here else "no", "yes" if deployed else "no",
+            f"{backlog:,}" if deployed else "",
+        )  # fmt: skip
+    Console().print(table)
+
+
+Row = tuple[str, str, str, bool, bool, int]  # family, version, axis, installed, deployed, backlog
+
+
+def _from_redis() -> list[Row]:
+    from holistic.registry import installed, load_family
+
     settings = _settings()
     backlog: dict[str, int] = {}
     for queue in _queues(settings):
         for name, n in queue.backlog().items():
             backlog[name] = backlog.get(name, 0) + n
-    table = Table(title="metric families")
-    for col in ("family", "version", "axis", "installed", "deployed", "backlog (batches)"):
-        table.add_column(col)
-    from holistic.registry import installed, load_family
-
+    rows: list[Row] = []
     for name in sorted(set(installed()) | set(backlog)):
         try:
             fam = load_family(name)
-            version, axis, here = fam.version, fam.axis.name if fam.axis else "", "yes"
+            version, axis, here = fam.version, fam.axis.name if fam.axis else "", True
         except KeyError:
-            version, axis, here = "", "", "no"
-        deployed = name in backlog
-        table.add_row(
-            escape(name), version, escape(axis), here, "yes" if deployed else "no",
-            f"{backlog[name]:,}" if deployed else "",
-        )  # fmt: skip
-    Console().print(table)
+            version, axis, here = "", "", False
+        rows.append((name, version, axis, here, name in backlog, backlog.get(name, 0)))
+    return rows
+
+
+def _from_gateway(target: str, token: str | None) -> list[Row]:
+    from holistic_app.cli_errors import fail
+    from holistic_client.client import Client, ClientError
+
+    with Client(target, token, wait_for_ready=False) as client:
+        try:
+            found = client.list_families()
+        except ClientError as exc:
+            fail(str(exc))
+        return [(f.family, f.version, f.axis, f.installed, f.deployed, f.backlog_batches) for f in found]
 
 
 @families.command("add")

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from holistic.errors import ConfigError
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 
 
 @click.command("quality-exporter")

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -26,6 +23,7 @@ from holistic.embedded_redis import EmbeddedRedis
 from holistic.errors import ConfigError
 from holistic.run_state import RunState
 from holistic.settings import Settings
+from holistic.supervisor import Child, Supervisor
 from holistic.tenants import first_bare_token
 
 log = logging.getLogger("holistic.up")
@@ -66,22 +64,13 @@ def wait_port(address: str, timeout_s: float = 30.0) -> None:
 
 
 @dataclass
-class Child:
-    name: str
-    args: list[str]
-    proc: subprocess.Popen[bytes] | None = None
-    log_file: IO[bytes] | None = None
-    restarts: int = 0
-
-
-@dataclass
 class Stack:
     settings: Settings
     address: str
     data_dir: Path
     log_dir: Path | None = None  # None: children log to this terminal
     dashboard_address: str | None = None  # None: no dashboard
-    children: list[Child] = field(default_factory=list)
+    supervisor: Supervisor = field(default_factory=lambda: Supervisor([]))
     redis: EmbeddedRedis | None = None
     redis_url: str = ""
 
@@ -94,15 +83,20 @@ class Stack:
             self.redis_url = self.redis.start()
             log.info("private redis-server at %s (AOF %s, noeviction)", self.redis_url, fsync)
         py = [sys.executable, "-m", "holistic_app"]
-        self.children = [Child("gateway", [*py, "gateway"])]
-        self.children += [Child(f"worker-{f}", [*py, "worker", f]) for f in self.settings.deployed_families()]
-        self.children.append(Child("janitor", [*py, "janitor"]))
+        commands = [("gateway", [*py, "gateway"])]
+        commands += [(f"worker-{f}", [*py, "worker", f]) for f in self.settings.deployed_families()]
+        commands.append(("janitor", [*py, "janitor"]))
         if self.dashboard_address:
-            self.children.append(
-                Child("dashboard", [*py, "dashboard", "--address", self.dashboard_address, "--target", self.address])
+            commands.append(
+                ("dashboard", [*py, "dashboard", "--address", self.dashboard_address, "--target", self.address])
             )
-        for child in self.children:
-            self._spawn(child)
+        env = self._env()
+        self.supervisor = Supervisor([
+            Child(name, args, {**env, **self._metrics_env(i)},
+                  self.log_dir / f"{name}.log" if self.log_dir is not None else None)
+            for i, (name, args) in enumerate(commands)
+        ])  # fmt: skip
+        self.supervisor.start()
         try:
             if self.settings.tls_client_ca is not None:
                 wait_port(self.address)
@@ -139,58 +133,23 @@ class Stack:
     def dashboard_url(self) -> str | None:
         return f"http://{self.dashboard_address}/" if self.dashboard_address else None
 
-    def _metrics_env(self, child: Child) -> dict[str, str]:
+    def _metrics_env(self, index: int) -> dict[str, str]:
         """With HOLISTIC_METRICS_ADDRESS host:port, child i serves /metrics on port + i."""
         if not self.settings.metrics_address:
             return {}
         host, _, port = self.settings.metrics_address.rpartition(":")
-        return {"HOLISTIC_METRICS_ADDRESS": f"{host}:{int(port) + self.children.index(child)}"}
+        return {"HOLISTIC_METRICS_ADDRESS": f"{host}:{int(port) + index}"}
 
-    def _spawn(self, child: Child) -> None:
-        out: IO[bytes] | None = None
-        if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            out = child.log_file = open(self.log_dir / f"{child.name}.log", "ab")  # noqa: SIM115
-        child.proc = subprocess.Popen(
-            child.args, env={**self._env(), **self._metrics_env(child)}, stdout=out, stderr=out
-        )
-
-    def supervise_once(self) -> None:
-        """Restart any child that died; the work it held is reclaimed by its group's replicas."""
-        for child in self.children:
-            if child.proc is not None and child.proc.poll() is not None:
-                child.restarts += 1
-                log.warning("%s exited with %s; restarting (#%d)", child.name, child.proc.returncode, child.restarts)
-                self._spawn(child)
+    @property
+    def children(self) -> list[Child]:
+        return self.supervisor.children
 
     def run_forever(self) -> None:
-        stop = False
-
-        def on_signal(signum: int, frame: object) -> None:
-            nonlocal stop
-            stop = True
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        while not stop:
-            self.supervise_once()
-            time.sleep(0.5)
+        """Restart any child that dies until SIGTERM or SIGINT (holistic/supervisor.py)."""
+        self.supervisor.run()
 
     def stop(self) -> None:
         run_state.remove(self.data_dir, os.getpid())
-        for child in self.children:
-            if child.proc is not None and child.proc.poll() is None:
-                child.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for child in self.children:
-            if child.proc is None:
-                continue
-            try:
-                child.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.proc.kill()
-                child.proc.wait()
-            if child.log_file is not None:
-                child.log_file.close()
+        self.supervisor.stop()
         if self.redis is not None:
             self.redis.stop()

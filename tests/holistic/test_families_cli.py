@@ -51,3 +51,29 @@ def test_the_command_starts_without_redis_or_pydantic():
     code = f"import sys, holistic_app.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_list_asks_the_gateway_with_target(make_gateway):
+    """No Redis for the command: the gateway says what it folds, what its deployment runs, each backlog."""
+    import time
+
+    from tests.factories import prediction
+
+    gw = make_gateway(families="accuracy,efficiency", tokens="fam-token")
+    gw.client("fam-token").submit([prediction("p1")], model="m")  # no worker runs: one batch waits for each
+    env = {"COLUMNS": "200", "HOLISTIC_TOKEN": "fam-token", "REDIS_URL": ""}
+    deadline = time.monotonic() + 30
+    while True:  # the backlog is the gateway's last poll (every 0.25 s)
+        listed = CliRunner().invoke(main, ["families", "list", "--target", gw.address], env=env)
+        assert listed.exit_code == 0, listed.output
+        rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+                for line in listed.output.splitlines() if line.startswith("│")}  # fmt: skip
+        if rows["accuracy"][-1] == "1" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert f"metric families (gateway {gw.address})" in listed.output
+    assert rows["accuracy"] == ["2", "accuracy", "yes", "yes", "1"]
+    assert rows["efficiency"] == ["1", "efficiency", "yes", "yes", "1"]
+    assert rows["toxicity"] == ["2", "toxicity", "yes", "no", ""]
+    refused = CliRunner().invoke(main, ["families", "list", "--target", gw.address], env={"HOLISTIC_TOKEN": "bad"})
+    assert refused.exit_code == 2 and "UNAUTHENTICATED" in refused.output

@@ -313,6 +313,10 @@ class Client:
                 raise Unreachable(self.target, _cause(err.details() or "")) from None  # type: ignore[attr-defined]
             raise from_rpc_error(err) from None
 
+    def list_families(self) -> list[es.FamilyStatus]:
+        """The deployment's and the gateway's metric families, in name order, each with its backlog."""
+        return list(self._call(self.stub.ListFamilies, es.ListFamiliesRequest()).families)  # type: ignore[attr-defined]
+
     def list_models(self, page_size: int = 0) -> list[pp.ModelSummary]:
         """Every model of the caller's tenant, in name order: all of iter_models's pages."""
         return list(self.iter_models(page_size))

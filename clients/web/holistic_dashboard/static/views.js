@@ -32,7 +32,7 @@ export function renderMatrix(table, profiles, state, onSort, onPick) {
 // The window's predictions, and the most any family has accepted but not yet applied.
 function predictionsCell(p) {
   const most = Math.max(0, ...pendingOf(p).values());
-  const where = newestText(p); // an empty window says where the data is
+  const where = most ? "" : newestText(p); // an empty window says where the data is (pending says it already)
   return h("td", { class: "num", "data-col": "predictions" }, count(p.counts?.windowPredictions),
     most ? h("span", { class: "sub pending" }, `pending ${count(most)}`) : null,
     where ? h("span", { class: "sub newest" }, where) : null);
