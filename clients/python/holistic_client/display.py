@@ -130,7 +130,8 @@ def detail_tables(profile: pp.Profile) -> list[Table | str]:
             _metric_text(acc) if acc else "[dim]—[/dim]",
             _metric_text(lat) if lat else "[dim]—[/dim]",
         )
-    out: list[Table | str] = [axes, scenarios if profile.scenarios else f"[bold]{model}: scenarios[/bold]: none in this window"]
+    none = f"[bold]{model}: scenarios[/bold]: none in this window"  # one line, not a table with no rows
+    out: list[Table | str] = [axes, scenarios if profile.scenarios else none]
     for fam in profile.families:
         title = f"{model}: {text(fam.family)} ({count(fam.count, 'prediction')})"
         if fam.family in pending:
