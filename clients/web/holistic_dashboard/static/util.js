@@ -93,9 +93,17 @@ export function family(profile, name) {
   return (profile?.families ?? []).find((f) => f.family === name);
 }
 
+// Whether a family's report holds anything to show: some metric, over some predictions (bias reports its
+// word counts as 0 over 0 outputs in an empty window: a table of nothing). The CLI's has_data.
+export function hasData(f) {
+  const metrics = f?.metrics ?? [];
+  return metrics.length > 0 && (num(f.count) > 0 || metrics.some((m) => num(m.count) > 0));
+}
+
+// The metrics of every family with data, each naming its family.
 export function allMetrics(profile) {
   const out = [];
-  for (const f of profile?.families ?? []) for (const m of f.metrics ?? []) out.push({ ...m, family: m.family || f.family });
+  for (const f of (profile?.families ?? []).filter(hasData)) for (const m of f.metrics) out.push({ ...m, family: m.family || f.family });
   return out;
 }
 
