@@ -128,11 +128,13 @@ export function sampledOf(profile) {
 export const rateText = (rate) => `sampled ${Number((rate * 100).toPrecision(3))} %`;
 
 // Where a model's data is when the window holds none of it (the CLI's and the report's wording):
-// "newest prediction 34 days ago, 2026-11-01T12:34Z"; "" while the window holds some.
+// "newest prediction 34 days ago, 2026-11-01T12:34Z"; "" while the window holds some, and while nothing
+// is applied yet but "pending N" beside it says so.
 export function newestText(profile, nowMs = Date.now()) {
   const c = profile?.counts ?? {};
   if (num(c.windowPredictions)) return "";
   if (!c.newestPredictionTime) {
+    if (pendingOf(profile).size) return "";
     return num(c.acceptedPredictions) ? `${count(c.acceptedPredictions)} predictions accepted, none applied yet` : "no predictions accepted for this model";
   }
   const at = new Date(c.newestPredictionTime);
