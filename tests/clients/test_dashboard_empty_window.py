@@ -23,6 +23,10 @@ def test_an_empty_window_names_the_newest_prediction(make_gateway, make_worker, 
     hint = wait_for(lambda: browser.execute_script("return document.querySelector('#detail p.hint')?.textContent"),
                     "the detail")  # fmt: skip
     assert hint.endswith(f"; newest prediction 34 days ago, {newest}"), hint
+    notes = browser.execute_script("return document.querySelector('#radar-notes li').textContent")
+    assert notes.startswith("m: 0 predictions; absent: accuracy") and notes.endswith(
+        f"; newest prediction 34 days ago, {newest}"
+    )
 
     browser.get(make_dashboard(gw.address).url + "?window=all&model=m")
     cell = wait_for(lambda: matrix_cell(browser, "m", "predictions"), "the predictions cell, all time")
@@ -33,7 +37,8 @@ def test_an_empty_window_names_the_newest_prediction(make_gateway, make_worker, 
 TABLES = """
 const d = document.getElementById('detail');
 if (!d.querySelector('#bias-panel')) return null;
-return {tables: [...d.querySelectorAll('table')].map((t) => [t.id || t.className, t.querySelectorAll('tbody tr').length]),
+return {tables: [...d.querySelectorAll('table')].map((t) => [t.id || t.className,
+                                                              t.querySelectorAll('tbody tr').length]),
         na: Object.fromEntries([...d.querySelectorAll('.panel, details')].map((x) => [x.id || x.dataset.keep,
           [...x.querySelectorAll('p.na')].map((p) => p.textContent)]))};
 """
