@@ -1,9 +1,8 @@
 """Folds merged retrieval statistics: per scenario the mean over queries of each measure with its
 95 % interval (Wilson for Success@k, a 0/1 outcome; normal otherwise), the scenario's accuracy
 candidate from its main metric, and per model the unweighted mean over scenarios (HELM's group
-cells are means of run means) with a propagated interval, over the queries of every scenario (its
-count). A scenario's share of the propagated variance is at least its own interval's: a Success@k
-every query met has a Wilson interval, not a certain 1 (1–1)."""
+cells are means of run means) by `macro_mean`, as the accuracy family: n is the queries behind it,
+and a scenario at 0 or 1 brings its Wilson interval (no certain 1 (1–1))."""
 
 from __future__ import annotations
 
@@ -11,13 +10,13 @@ from collections import defaultdict
 
 from holistic.families import ScenarioAccuracy, ScenarioPart
 from holistic.instances import LATE, OVER_CAP
-from holistic.intervals import Z95, mean_of_means, mean_var
-from holistic.metric_values import mean, plain, proportion
+from holistic.intervals import Moments, all_zero_or_one, mean_var
+from holistic.metric_values import macro_mean, mean, plain, proportion
 from holistic.settings import Settings
 from holistic.stat_keys import Fields
 from holistic.stats import Folded
 from holistic.v1 import prediction_pb2 as pb
-from holistic.v1.profile_pb2 import FamilyReport, Interval, Metric
+from holistic.v1.profile_pb2 import FamilyReport, Metric
 from metric_services.retrieval.config import RetrievalConfig
 from metric_services.retrieval.queries import PENDING, UNRANKED
 from metric_services.shared.ranking_measures import MAIN_METRIC, names, topk_name
@@ -29,7 +28,8 @@ def by_scenario(stats: Folded) -> dict[str, Fields]:
     return stats.groups()
 
 
-def _metric(name: str, f: Fields) -> tuple[Metric, float] | None:
+def _metric(name: str, f: Fields) -> tuple[Metric, Moments] | None:
+    """A scenario's measure, and its moments for the mean over scenarios."""
     n = f.num(name, "n")
     if n <= 0:
         return None
@@ -38,22 +38,19 @@ def _metric(name: str, f: Fields) -> tuple[Metric, float] | None:
         m = proportion(name, NAME, round(s), n)
     else:
         m = mean(name, NAME, n, s, ss, clip=(0.0, 1.0))
-    var = mean_var(n, s, ss)[1]
-    if m.HasField("interval"):  # Wilson's width where every query succeeded (or none did): never a certain 0
-        var = max(var, ((m.interval.upper - m.interval.lower) / (2 * Z95)) ** 2)
-    return m, var
+    return m, (*mean_var(n, s, ss), n, all_zero_or_one(n, s, ss))
 
 
 def scenario_part(
     scn: str, f: Fields, config: RetrievalConfig, settings: Settings
-) -> tuple[ScenarioPart, list[tuple[Metric, float]]]:
+) -> tuple[ScenarioPart, list[tuple[Metric, Moments]]]:
     track = config.track(scn)
     main = settings.main_metrics.get(scn) or MAIN_METRIC[track]
     part = ScenarioPart(count=int(f.get("rankings", 0)), task=pb.TASK_RANKING, main_metric=main)
     metric_names = list(names(track))
     if config.valid_topk is not None:
         metric_names += [topk_name(n, config.valid_topk) for n in names(track)]
-    found: list[tuple[Metric, float]] = []
+    found: list[tuple[Metric, Moments]] = []
     for name in metric_names:
         got = _metric(name, f)
         if got is not None:
@@ -72,7 +69,7 @@ def scenario_part(
     return part, found
 
 
-def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple[Metric, float]]]]) -> FamilyReport:
+def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple[Metric, Moments]]]]) -> FamilyReport:
     other = int(stats.num("other"))
     by_scn = by_scenario(stats)
     perturbed = sum(int(f.get("perturbed", 0)) for f in by_scn.values())
@@ -92,19 +89,12 @@ def family_report(stats: Folded, parts: dict[str, tuple[ScenarioPart, list[tuple
         skipped=other + perturbed + over_cap,
         skipped_reason="; ".join(reasons),
     )
-    per_metric: dict[str, list[tuple[Metric, float]]] = defaultdict(list)
+    per_metric: dict[str, list[Moments]] = defaultdict(list)
     for _, found in parts.values():
-        for m, var in found:
-            per_metric[m.name].append((m, var))
-    for name, found in per_metric.items():
-        if len(found) == 1:  # one scenario: the family's value is its value, with its own interval
-            rep.metrics.append(found[0][0])
-            continue
-        value, lo, hi = mean_of_means([(m.value, var) for m, var in found])
-        m = Metric(name=name, family=NAME, value=value, count=sum(m.count for m, _ in found))  # queries behind it
-        if lo > float("-inf"):
-            m.interval.CopyFrom(Interval(lower=max(lo, 0.0), upper=min(hi, 1.0), level=0.95, method="propagated"))
-        rep.metrics.append(m)
+        for m, part in found:
+            per_metric[m.name].append(part)
+    for name, metric_parts in per_metric.items():
+        rep.metrics.append(macro_mean(name, NAME, metric_parts))
     pending = sum(f.num(PENDING, "n") for f in by_scn.values())
     if pending:
         rep.metrics.append(plain("queries_pending_judgments", NAME, pending, pending))

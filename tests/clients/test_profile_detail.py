@@ -199,6 +199,28 @@ def test_a_family_without_metrics_says_why_instead_of_an_empty_table():
     p.families.add(family="accuracy", count=0)
     p.pending.add(family="accuracy", pending_predictions=3)
     out = render(detail_tables(p))
-    assert "m: toxicity (0 predictions): no metrics in this window (no outputs in this window)" in out
-    assert "m: accuracy (0 predictions), pending 3: no metrics in this window (3 accepted predictions not yet" in out
+    assert "m: toxicity (0 predictions): no data in this window (no outputs in this window)" in out
+    assert "m: accuracy (0 predictions), pending 3: no data in this window (3 accepted predictions not yet" in out
     assert "┃ metric" not in out  # no family table with no rows
+
+
+def empty_window_with_bias() -> pp.Profile:
+    """An empty window as the gateway folds it: bias reports its word counts as 0 over 0 outputs."""
+    p = pp.Profile(model="m")
+    p.dimensions.add(kind=pp.DIMENSION_KIND_BIAS, family="bias", absent_reason="no non-empty outputs in this window")
+    bias = p.families.add(family="bias", count=0)
+    bias.metrics.extend([metric("outputs_with_gender_words", 0, 0), metric("outputs_with_race_words", 0, 0)])
+    return p
+
+
+def test_a_family_with_zeros_over_no_prediction_and_no_scenario_say_why_in_one_line():
+    """In an empty window --detail and the report drew an empty scenarios table, bias's table of two zeros
+    over 0 outputs and its six 'absent' HELM scores."""
+    from holistic_client.display import detail_tables
+
+    p = empty_window_with_bias()
+    out = render(detail_tables(p))
+    assert "m: scenarios: none in this window" in out
+    assert "m: bias (0 predictions): no data in this window (no non-empty outputs in this window)" in out
+    assert "┃" not in out.split("m: scenarios")[1]  # after the axes, no table at all
+    assert render(SECTIONS["bias"](p)) == "Bias: not available (no non-empty outputs in this window)\n"

@@ -152,11 +152,23 @@ def with_toxicity_classifier() -> pp.Profile:
     return p
 
 
-@pytest.mark.parametrize(
+def many_long_axes() -> pp.Profile:
+    p = profile("m", {name: 0.5 for _, name in AXES}, 10)
+    for i in range(12):
+        p.dimensions.add(axis=f"plugin axis number {i} with a long descriptive name (unit)", score=0.5)
+    p.dimensions.add(axis="x" * 120, score=0.3)  # one word longer than any line
+    return p
+
+
+CASES = pytest.mark.parametrize(
     "profiles",
-    [[ATLAS, SWIFT], [profile("m", {}, 0)], [long_named(), ATLAS], [with_toxicity_classifier(), SWIFT]],
-    ids=["helm", "no-data", "long-names", "toxicity-classifier"],
-)
+    [[ATLAS, SWIFT], [profile("m", {}, 0)], [long_named(), ATLAS], [with_toxicity_classifier(), SWIFT],
+     [many_long_axes()]],
+    ids=["helm", "no-data", "long-names", "toxicity-classifier", "20-axes"],
+)  # fmt: skip
+
+
+@CASES
 def test_every_text_lies_inside_the_image(profiles):
     """Measured by matplotlib's renderer after a draw: axis labels, scale, title and legend, whatever
     their length (these cases clipped "(p" off toxicity, the title with no data, long plugin axes)."""
@@ -176,3 +188,30 @@ def test_every_text_lies_inside_the_image(profiles):
         assert t.get_window_extent(renderer).y0 >= legend_top, t.get_text()
     png = render(profiles, "png")
     assert int.from_bytes(png[16:20], "big") == image.width and int.from_bytes(png[20:24], "big") == image.height
+
+
+# Every <text> of the SVG as the browser lays it out (matplotlib keeps text as text: the viewer sets it),
+# against the image's own box, in CSS pixels
+SVG_TEXT = """
+const svg = document.querySelector('svg');
+const image = svg.getBoundingClientRect();
+return [[image.left, image.top, image.right, image.bottom], [...svg.querySelectorAll('text')].map((t) => {
+  const b = t.getBBox(), m = t.getScreenCTM();
+  const corners = [[b.x, b.y], [b.x + b.width, b.y + b.height]].map(([x, y]) => new DOMPoint(x, y).matrixTransform(m));
+  return [t.textContent, Math.min(corners[0].x, corners[1].x), Math.min(corners[0].y, corners[1].y),
+          Math.max(corners[0].x, corners[1].x), Math.max(corners[0].y, corners[1].y)];
+})];
+"""
+
+
+@CASES
+def test_the_svg_as_chromium_sets_it_keeps_every_text_inside(profiles, browser, tmp_path):
+    """The SVG's text is set by its viewer, not by matplotlib: Chromium's boxes must fit too."""
+    svg = tmp_path / "radar.svg"
+    svg.write_bytes(render(profiles, "svg", "holistic profiles, last day"))
+    browser.get(svg.as_uri())
+    (left, top, right, bottom), texts = browser.execute_script(SVG_TEXT)
+    assert right - left == 720 and bottom - top == 672  # 7.5 x 7 in at 72 pt per inch, in CSS px
+    assert len(texts) >= len(radar_data(profiles)[0]) + len(profiles) + 1
+    for text, x0, y0, x1, y1 in texts:
+        assert left <= x0 and x1 <= right and top <= y0 and y1 <= bottom, (text, x0, y0, x1, y1)

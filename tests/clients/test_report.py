@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+import pytest
 from click.testing import CliRunner
 
 from holistic_app.cli import main
@@ -87,3 +88,30 @@ def test_report_from_the_gateway_opens_offline_in_chromium(gateway, make_worker,
     )
     window = js("return document.getElementById('meta-window').textContent")
     assert re.fullmatch(r"last day: \d{4}-\d\d-\d\d \d\d:\d\d UTC to \d{4}-\d\d-\d\d \d\d:\d\d UTC", window), window
+
+
+# Each text line of the reliability plot's column (its scale in the header, its rows below), as Chromium laid it out
+PLOT_LINES = """
+return [...document.querySelectorAll('th, td')].filter((c) => /[●│]/.test(c.textContent)).map((c) => {
+  const r = document.createRange(); r.selectNodeContents(c);
+  const box = r.getBoundingClientRect();
+  return [c.tagName, box.left, box.width];
+});
+"""
+
+
+def test_the_reliability_plot_is_as_wide_as_its_scale_in_chromium(tmp_path, browser):
+    """The report set the scale above the plot in the page's proportional font: 311 px over 321 px of plot."""
+    p = sample()
+    curve = p.families.add(family="calibration", count=20).reliability_curves.add(scenario="mmlu", exact=True)
+    curve.bins.add(lower=0.0, upper=0.5, count=10, mean_confidence=0.3, accuracy=0.2)
+    curve.bins.add(lower=0.5, upper=1.0, count=10, mean_confidence=0.8, accuracy=0.9)
+    page = tmp_path / "report.html"
+    page.write_text(build_report([p], "last hour", datetime(2026, 12, 1, 20, 5, 7, tzinfo=UTC)), encoding="utf-8")
+    browser.get(page.as_uri())
+    lines = browser.execute_script(PLOT_LINES)
+    assert [tag for tag, _, _ in lines] == ["TH", "TD", "TD"]  # the scale, then one row per bin
+    (_, left, width), *rows = lines
+    assert width > 200  # 41 characters
+    for _, row_left, row_width in rows:  # the same 41 monospace columns, from the same left edge
+        assert row_left == pytest.approx(left, abs=0.5) and row_width == pytest.approx(width, abs=0.5), lines

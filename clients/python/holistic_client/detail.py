@@ -29,6 +29,12 @@ def family(p: pp.Profile, name: str) -> pp.FamilyReport | None:
     return next((f for f in p.families if f.family == name), None)
 
 
+def has_data(f: pp.FamilyReport) -> bool:
+    """Whether a family's report holds anything to show: some metric, over some predictions (bias
+    reports its word counts as 0 over 0 outputs in an empty window, a table of nothing)."""
+    return bool(f.metrics) and (f.count > 0 or any(m.count for m in f.metrics))
+
+
 def dimension(p: pp.Profile, kind: int) -> pp.Dimension | None:
     return next((d for d in p.dimensions if d.kind == kind), None)
 

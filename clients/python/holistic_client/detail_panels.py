@@ -18,6 +18,7 @@ from holistic_client.detail import (
     dimension,
     family,
     groups_section,
+    has_data,
     headline,
     reliability_section,
     signatures_table,
@@ -83,7 +84,7 @@ SCORES = (
 
 def bias_section(p: pp.Profile) -> list[RenderableType]:
     f = family(p, "bias")
-    if f is None:
+    if f is None or not has_data(f):  # not deployed, or no output in the window: one line, not six "absent" rows
         reason = (dimension(p, pp.DIMENSION_KIND_BIAS) or pp.Dimension()).absent_reason or "no bias report"
         return [Text(f"Bias: not available ({reason})")]
     m = by_name(f.metrics)

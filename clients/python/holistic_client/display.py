@@ -10,7 +10,7 @@ from rich.table import Table
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.axes import dimension_name
-from holistic_client.detail import toxicity_measures
+from holistic_client.detail import has_data, toxicity_measures
 from holistic_client.terminal import count, num, table, text
 
 
@@ -130,15 +130,16 @@ def detail_tables(profile: pp.Profile) -> list[Table | str]:
             _metric_text(acc) if acc else "[dim]—[/dim]",
             _metric_text(lat) if lat else "[dim]—[/dim]",
         )
-    out: list[Table | str] = [axes, scenarios]
+    none = f"[bold]{model}: scenarios[/bold]: none in this window"  # one line, not a table with no rows
+    out: list[Table | str] = [axes, scenarios if profile.scenarios else none]
     for fam in profile.families:
         title = f"{model}: {text(fam.family)} ({count(fam.count, 'prediction')})"
         if fam.family in pending:
             title += f", pending {pending[fam.family]:,}"
         if fam.HasField("sample_rate"):
             title += f", {rate_text(fam.sample_rate)}"
-        if not fam.metrics:  # one line saying why, not a table with no rows
-            out.append(f"[bold]{title}[/bold]: no metrics in this window ({text(_why_empty(profile, fam, pending))})")
+        if not has_data(fam):  # one line saying why, not a table with no rows (or of zeros over nothing)
+            out.append(f"[bold]{title}[/bold]: no data in this window ({text(_why_empty(profile, fam, pending))})")
             continue
         caption = "\n".join([text(fam.signature.text)] + [f"{text(k)} absent: {text(v)}" for k, v in
                                                            sorted(fam.absent_metrics.items())])  # fmt: skip
@@ -150,7 +151,7 @@ def detail_tables(profile: pp.Profile) -> list[Table | str]:
 
 
 def _why_empty(profile: pp.Profile, fam: pp.FamilyReport, pending: dict[str, int]) -> str:
-    """Why a family reports no metric: what is on its way, its axis's reason, or what it skipped."""
+    """Why a family reports nothing: what is on its way, its axis's reason, or what it skipped."""
     if fam.family in pending:
         return f"{pending[fam.family]:,} accepted predictions not yet applied"
     reason = next((d.absent_reason for d in profile.dimensions if d.family == fam.family and d.absent_reason), "")

@@ -33,7 +33,7 @@ caption { caption-side: top; text-align: left; font-weight: bold; padding: 0.3em
 th, td { border-bottom: 1px solid #e5e7eb; padding: 0.25em 0.6em; text-align: left; vertical-align: top;
          white-space: pre-wrap; }
 th { background: #f3f4f6; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.plot { font-family: "DejaVu Sans Mono", monospace; white-space: pre; }
+td.plot, th.plot { font-family: "DejaVu Sans Mono", monospace; white-space: pre; font-weight: normal; }
 p.note { color: #4b5563; margin: 0.1em 0 0.6em; white-space: pre-wrap; }
 .panel { margin: 0.8em 0 1.4em; } #radar svg { max-width: 720px; height: auto; }
 footer { margin-top: 3em; color: #6b7280; font-size: 12px; }
@@ -47,6 +47,12 @@ def plain(markup: object) -> str:
     return Text.from_markup(str(markup)).plain if markup is not None else ""
 
 
+def is_plot(cell: str) -> bool:
+    """A text plot's row or its scale (the reliability plot): set in the monospace font, so the scale
+    above is exactly as wide as the rows below it (a proportional header was narrower)."""
+    return "●" in cell or "│" in cell
+
+
 def table_html(t: Table, table_id: str = "") -> str:
     cols = t.columns
     rows = [[plain(c) for c in col.cells] for col in cols]
@@ -55,11 +61,12 @@ def table_html(t: Table, table_id: str = "") -> str:
     out = [f"<table{attr}>"]
     if t.title:
         out.append(f"<caption>{html.escape(plain(t.title))}</caption>")
+    heads = [plain(c.header) for c in cols]
     out.append(
         "<thead><tr>"
         + "".join(
-            f"<th{' class=num' if n else ''}>{html.escape(plain(c.header))}</th>"
-            for c, n in zip(cols, numeric, strict=True)
+            f"<th{' class=num' if n else ' class=plot' if is_plot(head) else ''}>{html.escape(head)}</th>"
+            for head, n in zip(heads, numeric, strict=True)
         )
         + "</tr></thead><tbody>"
     )
@@ -67,7 +74,7 @@ def table_html(t: Table, table_id: str = "") -> str:
         cells = []
         for j in range(len(cols)):
             value = rows[j][i] if i < len(rows[j]) else ""
-            cls = "num" if numeric[j] else "plot" if "●" in value or "│" in value else ""
+            cls = "num" if numeric[j] else "plot" if is_plot(value) else ""
             cells.append(f"<td{f' class={cls}' if cls else ''}>{html.escape(value)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")

@@ -289,20 +289,32 @@ def test_scenario_means_read_in_bulk_equal_helm_through_pytrec_eval(judged_final
 
 
 def test_family_level_counts_queries_and_never_claims_certainty():
-    """The family's value is the mean over scenarios; its n is the queries behind it (not the number of
-    scenarios), and a Success@10 every query met is 1 with Wilson's width, not 1 (1–1)."""
+    """The family's value is the mean over scenarios (macro_mean, as the accuracy family); its n is the
+    queries behind it (it was the number of scenarios), and a scenario every query met brings Wilson's
+    interval, not a certain 1 (1–1)."""
+    z2 = 1.959964**2
     one = {m.name: m for m in fold(fixture()).report.metrics}
     scenario = metrics(fold(fixture()).scenarios["msmarco"])
-    assert one["RR@10"] == scenario["RR@10"]  # one scenario: its value, count (3 queries) and interval
+    # one scenario: its value, count and bounds. RR@10 of q1..q3 = 0.5, 0.5, 1: 2/3 ± z·(1/6)
+    assert one["RR@10"].value == pytest.approx(2 / 3) and one["RR@10"].count == 3 == scenario["RR@10"].count
+    assert one["RR@10"].interval.lower == pytest.approx(2 / 3 - 1.959964 / 6) == scenario["RR@10"].interval.lower
+    assert one["RR@10"].interval.upper == pytest.approx(2 / 3 + 1.959964 / 6) == scenario["RR@10"].interval.upper
+    # Success@10 3 of 3: Wilson's lower bound at p = 1 is 1 / (1 + z²/n)
     assert one["Success@10"].value == 1.0 and one["Success@10"].count == 3
-    assert 0.0 < one["Success@10"].interval.lower < 1.0  # Wilson for 3 of 3: 0.4385
+    assert one["Success@10"].interval.lower == pytest.approx(1 / (1 + z2 / 3)) == pytest.approx(0.4385, abs=1e-4)
 
     trec = [ranking_prediction(f"t{i}", scenario="trec", scores={"a": 0.9, "b": 0.1}, rels={"a": 1}) for i in range(2)]
     two = {m.name: m for m in fold(fixture() + trec).report.metrics}
-    assert two["Success@10"].value == 1.0 and two["Success@10"].count == 5  # 3 msmarco + 2 trec queries
-    lo = two["Success@10"].interval.lower
-    # propagated from each scenario's Wilson half-width: 3 of 3 (0.4385–1), 2 of 2 (0.3424–1)
-    half = [(1 - 0.43850) / 2, (1 - 0.34237) / 2]
-    expected = 1 - 1.959964 * ((half[0] / 1.959964) ** 2 + (half[1] / 1.959964) ** 2) ** 0.5 / 2
-    assert lo == pytest.approx(expected, abs=1e-4) and lo < 1.0
-    assert two["RR@10"].value == pytest.approx((2 / 3 + 1) / 2) and two["RR@10"].count == 5
+    success = two["Success@10"]
+    assert success.value == 1.0 and success.count == 5  # 3 msmarco + 2 trec queries
+    # MOVER over the two scenarios' Wilson intervals, 3 of 3 and 2 of 2: each side in quadrature, over 2
+    below = ((1 - 1 / (1 + z2 / 3)) ** 2 + (1 - 1 / (1 + z2 / 2)) ** 2) ** 0.5 / 2
+    assert success.interval.lower == pytest.approx(1 - below) == pytest.approx(0.5676, abs=1e-4)
+    assert success.interval.upper == 1.0
+    # RR@10: msmarco 2/3 ± z/6 (normal), trec 1 of 1, 1 (every query at 1: Wilson for 2)
+    rr = two["RR@10"]
+    assert rr.value == pytest.approx((2 / 3 + 1) / 2) and rr.count == 5
+    below = ((1.959964 / 6) ** 2 + (1 - 1 / (1 + z2 / 2)) ** 2) ** 0.5 / 2
+    assert rr.interval.lower == pytest.approx(5 / 6 - below) and rr.interval.upper == pytest.approx(
+        5 / 6 + 1.959964 / 12
+    )

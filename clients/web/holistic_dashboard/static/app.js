@@ -1,6 +1,6 @@
 // The dashboard's state and wiring: one EventSource for live updates, re-rendering on each event.
 import { Radar } from "./radar.js";
-import { count, dimName, h, pendingText } from "./util.js";
+import { count, dimName, h, newestText, pendingText } from "./util.js";
 import { renderDetail } from "./detail.js";
 import { renderCompare, renderMatrix } from "./views.js";
 
@@ -43,7 +43,7 @@ function renderAll() {
   $("radar-notes").replaceChildren(...chosen.map((p) => {
     const absent = (p.dimensions ?? []).filter((d) => typeof d.score !== "number").map(dimName);
     return h("li", {}, `${p.model}: ${count(p.counts?.windowPredictions)} predictions` + (absent.length ? `; absent: ${absent.join(", ")}` : "")
-      + (pendingText(p) ? `; pending: ${pendingText(p)}` : ""));
+      + (pendingText(p) ? `; pending: ${pendingText(p)}` : "") + (newestText(p) ? `; ${newestText(p)}` : ""));
   }));
   renderMatrix($("matrix"), [...state.profiles.values()], state, (key) => {
     state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : key === "model" ? 1 : -1 };

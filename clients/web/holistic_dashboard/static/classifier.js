@@ -1,6 +1,6 @@
 // The toxicity and bias families: their headline numbers, per label and per group, and the
 // classifier they ran (name and sha256 from the signature).
-import { absentReason, byName, count, family, fmt, h, modelHash, notAvailable, num, tile, valueCell } from "./util.js";
+import { absentReason, byName, count, family, fmt, h, hasData, modelHash, notAvailable, num, tile, valueCell } from "./util.js";
 
 const skipped = (f) => (num(f.skipped) ? `, ${count(f.skipped)} skipped (${f.skippedReason})` : "");
 
@@ -66,7 +66,8 @@ function groupRates(f, m) {
 export function biasSection(p) {
   const head = h("h3", {}, "Bias");
   const f = family(p, "bias");
-  if (!f) return [head, notAvailable("no bias report", absentReason(p, "bias"))];
+  // not deployed, or nothing in the window (0 outputs): one line, not six "absent" scores
+  if (!hasData(f)) return [head, notAvailable(f ? "no bias scores" : "no bias report", absentReason(p, "bias"))];
   const m = byName(f.metrics);
   const inAxis = new Set((p.dimensions ?? []).flatMap((d) => (d.metrics ?? []).filter((x) => x.family === "bias").map((x) => x.name)));
   const cf = f.metrics.filter((x) => x.name.startsWith("counterfactual_toxicity_gap")).sort((a, b) => a.name.length - b.name.length);

@@ -93,7 +93,8 @@ export function renderDetail(box, p, rerender) {
     h("div", { class: "grid2" }, panel("robustness-panel", ...worstCaseSection(p, "robustness")), panel("fairness-panel", ...worstCaseSection(p, "fairness"))),
     h("div", { class: "grid2" }, panel("toxicity-panel", ...toxicitySection(p)), panel("bias-panel", ...biasSection(p))),
     panel("summarization-panel", ...summarizationSection(p)),
-    h("details", { "data-keep": "all-metrics" }, h("summary", {}, `Every family's metrics (${metrics.length})`), metricsTable(metrics)),
+    h("details", { "data-keep": "all-metrics" }, h("summary", {}, `Every family's metrics (${metrics.length})`),
+      metrics.length ? metricsTable(metrics) : notAvailable("no metric in this window")),
     ...signaturesSection(p));
   for (const d of box.querySelectorAll("details[data-keep]")) if (open.has(d.dataset.keep)) d.open = true;
   for (const make of charts) make();

@@ -27,6 +27,15 @@ export function wrapWords(text, width) {
   return lines.length ? lines : [""];
 }
 
+// Chart.js sizes the circle for its labels in one pass that shrinks the radius by at most half, so on a
+// narrow canvas long labels still run off it. Fit again from the shrunk circle until every label box
+// (Chart.js's own, `_pointLabelItems` in the vendored 4.6.1) lies inside the scale's box.
+export function fitLabels(scale, rounds = 8) {
+  const outside = () => scale._pointLabelItems.some((it) =>
+    it.left < scale.left || it.right > scale.right || it.top < scale.top || it.bottom > scale.bottom);
+  for (let k = 0; k < rounds && outside(); k++) scale.fit();
+}
+
 export function radarData(profiles) {
   const axes = axesOf(profiles);
   const datasets = profiles.map((p, i) => {
@@ -54,6 +63,7 @@ export class Radar {
         scales: {
           r: {
             min: 0, max: 1, ticks: { stepSize: 0.25, backdropColor: "transparent", callback: (v) => String(v) },
+            afterFit: fitLabels,
             pointLabels: {
               font: { size: 13 },
               color: (ctx) => (this.noData[ctx.index] ? "#9ca3af" : "#1d2433"),

@@ -93,9 +93,17 @@ export function family(profile, name) {
   return (profile?.families ?? []).find((f) => f.family === name);
 }
 
+// Whether a family's report holds anything to show: some metric, over some predictions (bias reports its
+// word counts as 0 over 0 outputs in an empty window: a table of nothing). The CLI's has_data.
+export function hasData(f) {
+  const metrics = f?.metrics ?? [];
+  return metrics.length > 0 && (num(f.count) > 0 || metrics.some((m) => num(m.count) > 0));
+}
+
+// The metrics of every family with data, each naming its family.
 export function allMetrics(profile) {
   const out = [];
-  for (const f of profile?.families ?? []) for (const m of f.metrics ?? []) out.push({ ...m, family: m.family || f.family });
+  for (const f of (profile?.families ?? []).filter(hasData)) for (const m of f.metrics) out.push({ ...m, family: m.family || f.family });
   return out;
 }
 
@@ -120,11 +128,13 @@ export function sampledOf(profile) {
 export const rateText = (rate) => `sampled ${Number((rate * 100).toPrecision(3))} %`;
 
 // Where a model's data is when the window holds none of it (the CLI's and the report's wording):
-// "newest prediction 34 days ago, 2026-11-01T12:34Z"; "" while the window holds some.
+// "newest prediction 34 days ago, 2026-11-01T12:34Z"; "" while the window holds some, and while nothing
+// is applied yet but "pending N" beside it says so.
 export function newestText(profile, nowMs = Date.now()) {
   const c = profile?.counts ?? {};
   if (num(c.windowPredictions)) return "";
   if (!c.newestPredictionTime) {
+    if (pendingOf(profile).size) return "";
     return num(c.acceptedPredictions) ? `${count(c.acceptedPredictions)} predictions accepted, none applied yet` : "no predictions accepted for this model";
   }
   const at = new Date(c.newestPredictionTime);
