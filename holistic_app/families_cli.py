@@ -56,37 +56,55 @@ def families_list(target: str | None, token: str | None) -> None:
 
     From Redis (REDIS_URL, else the running `holistic up`'s), with installed meaning beside this
     command; with --target, from that gateway, installed meaning beside the gateway."""
-    rows = _from_gateway(target, token) if target else _from_redis()
+    unknown = ""
+    if target:
+        rows = _from_gateway(target, token)
+    else:
+        try:
+            backlog: dict[str, int] | None = _backlog()
+        except ConfigError as exc:  # no Redis to ask: the installed families still show
+            backlog, unknown = None, str(exc)
+        rows = _installed_and(backlog)
     table = Table(title="metric families" + (f" (gateway {escape(target)})" if target else ""))
     for col in ("family", "version", "axis", "installed", "deployed", "backlog (batches)"):
         table.add_column(col)
-    for name, version, axis, here, deployed, backlog in rows:
+    for name, version, axis, here, deployed, n in rows:
         table.add_row(
-            escape(name), version, escape(axis), "yes" if here else "no", "yes" if deployed else "no",
-            f"{backlog:,}" if deployed else "",
+            escape(name), version, escape(axis), "yes" if here else "no",
+            "?" if deployed is None else "yes" if deployed else "no", f"{n:,}" if deployed else "",
         )  # fmt: skip
     Console().print(table)
+    if unknown:
+        err.print(f"deployed and backlog unknown: {escape(unknown)}")
 
 
-Row = tuple[str, str, str, bool, bool, int]  # family, version, axis, installed, deployed, backlog
+Row = tuple[
+    str, str, str, bool, bool | None, int
+]  # family, version, axis, installed, deployed (None: unknown), backlog
 
 
-def _from_redis() -> list[Row]:
-    from holistic.registry import installed, load_family
-
-    settings = _settings()
+def _backlog() -> dict[str, int]:
+    """Batches not yet applied per deployed family (its consumer group), over every shard."""
     backlog: dict[str, int] = {}
-    for queue in _queues(settings):
+    for queue in _queues(_settings()):
         for name, n in queue.backlog().items():
             backlog[name] = backlog.get(name, 0) + n
+    return backlog
+
+
+def _installed_and(backlog: dict[str, int] | None) -> list[Row]:
+    """Every family installed beside this command or deployed; `backlog` None: deployment unknown."""
+    from holistic.registry import installed, load_family
+
     rows: list[Row] = []
-    for name in sorted(set(installed()) | set(backlog)):
+    for name in sorted(set(installed()) | set(backlog or {})):
         try:
             fam = load_family(name)
             version, axis, here = fam.version, fam.axis.name if fam.axis else "", True
         except KeyError:
             version, axis, here = "", "", False
-        rows.append((name, version, axis, here, name in backlog, backlog.get(name, 0)))
+        deployed = None if backlog is None else name in backlog
+        rows.append((name, version, axis, here, deployed, (backlog or {}).get(name, 0)))
     return rows
 
 

@@ -54,7 +54,11 @@ def test_compare_exits_non_zero_when_a_chosen_axis_got_worse(gateway, make_worke
     assert gated.exit_code == 1, gated.output
     assert "changes that matter (previous window: 40 predictions)" in gated.output
     assert "worse: 95% intervals do not overlap" in gated.output
-    assert "m: accuracy got significantly worse (1 → 0.5; 95% intervals do not overlap)" in gated.output
+    said = " ".join(gated.output.split())
+    assert "m: accuracy got significantly worse (1 → 0.5; -0.5 (95% -0.663 to -0.337), p 1.8e-09, Holm 2e-08" in said
+    # --margin: a worsening must also be larger than it
+    assert runner.invoke(main, [*args, "--fail-on", "accuracy", "--margin", "0.6"]).exit_code == 0
+    assert runner.invoke(main, [*args, "--fail-on", "accuracy", "--margin", "0.4"]).exit_code == 1
     # efficiency (every request within the objective, both windows) did not move: exit 0.
     assert runner.invoke(main, [*args, "--fail-on", "efficiency"]).exit_code == 0
     assert runner.invoke(main, args).exit_code == 0
@@ -64,6 +68,7 @@ def test_compare_exits_non_zero_when_a_chosen_axis_got_worse(gateway, make_worke
     record = json.loads(shown.output.splitlines()[0])
     acc = next(c for c in record["changes"] if c["name"] == "accuracy")
     assert (acc["before"], acc["after"], acc["matters"], acc["better"]) == (1.0, 0.5, True, False)
+    assert acc["p"] < acc["p_holm"] < 0.05 and acc["method"] == "Welch z"
     assert record["regressions"] == ["accuracy"]
 
     bad = runner.invoke(main, [*args, "--fail-on", "acuracy"])

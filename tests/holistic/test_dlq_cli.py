@@ -73,8 +73,7 @@ def test_commands_needing_redis_fail_in_one_line_when_there_is_none(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     for var in ("REDIS_URL", "HOLISTIC_REDIS_URL", "HOLISTIC_DATA_DIR"):
         monkeypatch.delenv(var, raising=False)
-    every = (["dlq", "list"], ["dlq", "replay", "--all"], ["janitor"], ["families", "list"], ["quality-exporter"],
-             ["worker", "accuracy"])  # fmt: skip
+    every = (["dlq", "list"], ["dlq", "replay", "--all"], ["janitor"], ["quality-exporter"], ["worker", "accuracy"])
     for args in every:  # one rule for all of them (holistic/local_redis.py)
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2, (args, result.output)

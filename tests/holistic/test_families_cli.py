@@ -77,3 +77,17 @@ def test_list_asks_the_gateway_with_target(make_gateway):
     assert rows["toxicity"] == ["2", "toxicity", "yes", "no", ""]
     refused = CliRunner().invoke(main, ["families", "list", "--target", gw.address], env={"HOLISTIC_TOKEN": "bad"})
     assert refused.exit_code == 2 and "UNAUTHENTICATED" in refused.output
+
+
+def test_list_without_redis_shows_the_installed_families_and_why_deployment_is_unknown(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for var in ("REDIS_URL", "HOLISTIC_DATA_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    listed = CliRunner().invoke(main, ["families", "list"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in listed.output.splitlines() if line.startswith("│")}  # fmt: skip
+    assert rows["accuracy"] == ["2", "accuracy", "yes", "?", ""] and rows["toxicity"][2:4] == ["yes", "?"]
+    assert (
+        "deployed and backlog unknown: no Redis: REDIS_URL is not set and no `holistic up` runs here" in listed.output
+    )

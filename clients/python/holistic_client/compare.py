@@ -12,9 +12,10 @@ and `*_total` volumes are left out: the prediction counts already say how busy i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from holistic.v1 import profile_pb2 as pp
+from holistic_client import significance
 from holistic_client.display import dimension_name
 
 ABS_TOLERANCE = 1e-9  # an absolute move this small is no move (floating-point dust around 0)
@@ -30,6 +31,14 @@ class Change:
     better: bool | None  # None when there is no direction (data appeared or vanished, or no move)
     matters: bool
     why: str
+    # The significance test of after - before (holistic_client/significance.py), where both sides have
+    # a count and an interval: the difference's 95 % interval, the cell's p-value and Holm's over every
+    # cell tested in this comparison.
+    diff_lower: float | None = None
+    diff_upper: float | None = None
+    p: float | None = None
+    p_holm: float | None = None
+    method: str = ""
 
 
 def previous_range(window: pp.Window) -> tuple[float, float] | None:
@@ -70,6 +79,7 @@ def compare(
     min_relative_change: float = 0.10,
 ) -> list[Change]:
     changes: list[Change] = []
+    tests: list[significance.Test | None] = []
     before_dims = {dimension_name(d): d for d in previous.dimensions}
     for d in current.dimensions:
         name = dimension_name(d)
@@ -80,11 +90,13 @@ def compare(
             moved = abs(d.score - p.score) >= min_score_change
             changes.append(_move(name, "dimension", p.score, d.score, (_interval(p), _interval(d)), 1, moved,
                                  f"moved by at least {min_score_change:g}"))  # fmt: skip
+            tests.append(significance.difference(p, d))
         elif had != has:
             before = p.score if had and p is not None else None
             after = d.score if has else None
             why = "data appeared" if has else "data vanished: " + d.absent_reason
             changes.append(Change(name, "dimension", before, after, None, None, True, why))
+            tests.append(None)
     before_metrics = {(f.family, m.name): m for f in previous.families for m in f.metrics}
     for f in current.families:
         for m in f.metrics:
@@ -98,4 +110,28 @@ def compare(
             why = f"moved by at least {min_relative_change:.0%}"
             name = f"{f.family}/{m.name}"
             changes.append(_move(name, "metric", p_m.value, m.value, intervals, direction, moved, why))
-    return changes
+            tests.append(significance.difference(p_m, m) if direction else None)  # tokens: no better or worse to test
+    return _with_tests(changes, tests)
+
+
+def _with_tests(changes: list[Change], tests: list[significance.Test | None]) -> list[Change]:
+    """Each change with its test, Holm-adjusted over every cell tested here."""
+    tested = [i for i, t in enumerate(tests) if t is not None]
+    adjusted = dict(zip(tested, significance.holm([tests[i].p for i in tested]), strict=True))  # type: ignore[union-attr]
+    out = []
+    for i, (c, t) in enumerate(zip(changes, tests, strict=True)):
+        if t is None:
+            out.append(c)
+            continue
+        out.append(replace(c, diff_lower=t.lower, diff_upper=t.upper, p=t.p, p_holm=adjusted[i], method=t.method))
+    return out
+
+
+def significantly_worse(c: Change, margin: float = 0.0, level: float = significance.LEVEL) -> bool:
+    """Worse beyond chance (Holm-adjusted p below `level`) and by more than `margin`; a change without a
+    test falls back on `matters` (its intervals do not overlap, or it moved past the threshold)."""
+    if c.better is not False:
+        return False
+    if c.p_holm is None:
+        return c.matters
+    return c.p_holm < level and abs(c.delta or 0.0) > margin

@@ -15,7 +15,7 @@ from holistic.v1 import profile_pb2 as pp
 from holistic_client.axes import axis_name, dimension_name
 from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.client import WINDOWS, ClientError
-from holistic_client.compare import Change, compare, previous_range
+from holistic_client.compare import Change, compare, previous_range, significantly_worse
 from holistic_client.empty_window import newest_text, range_text
 from holistic_client.terminal import console, num, table, text
 
@@ -38,14 +38,23 @@ def _check_axes(names: list[str], profile: pp.Profile) -> None:
         )
 
 
-def regressions(changes: list[Change], fail_on: list[str]) -> list[Change]:
-    """Changes that matter, are worse, and are named by --fail-on (`any`: every radar axis)."""
+def regressions(changes: list[Change], fail_on: list[str], margin: float = 0.0) -> list[Change]:
+    """Changes significantly worse (holistic_client/significance.py, Holm over the cells compared) by more
+    than `margin`, named by --fail-on (`any`: every radar axis)."""
     chosen = set(fail_on)
     return [
         c
         for c in changes
-        if c.matters and c.better is False and (c.name in chosen or ("any" in chosen and c.kind == "dimension"))
+        if significantly_worse(c, margin) and (c.name in chosen or ("any" in chosen and c.kind == "dimension"))
     ]
+
+
+def evidence(c: Change) -> str:
+    """`-0.5 (95% -0.62 to -0.38), p 1.2e-05, Holm 3.6e-05, Newcombe/two-proportion z`, or the rule it fell back on."""
+    if c.p_holm is None or c.diff_lower is None or c.diff_upper is None:
+        return c.why
+    return (f"{num(c.delta or 0.0, '+.3g')} (95% {num(c.diff_lower, '+.3g')} to {num(c.diff_upper, '+.3g')}), "
+            f"p {c.p:.2g}, Holm {c.p_holm:.2g}, {c.method}")  # fmt: skip
 
 
 def _judged(name: str, profile: pp.Profile) -> bool:
@@ -73,7 +82,8 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
     caption = f"{hidden} more metrics moved less (--all shows them)" if hidden else ""
     title = f"{text(model)}: {matters} change{'' if matters == 1 else 's'} that matter"
     title += f" (previous window: {previous_n:,} predictions)"
-    t = table("", "before", "now", "change", "why", right=("before", "now", "change"), title=title, caption=caption)
+    numeric = ("before", "now", "change", "p (Holm)")
+    t = table("", *numeric, "why", right=numeric, title=title, caption=caption)
     for c in shown:
         verdict = ("worse: " if c.better is False else "better: " if c.better is True else "") if c.matters else ""
         style = "red" if c.matters and c.better is False else "green" if c.matters and c.better else ""
@@ -83,6 +93,7 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
             "—" if c.before is None else num(c.before, ".4g"),
             "—" if c.after is None else num(c.after, ".4g"),
             "" if c.delta is None else num(c.delta, "+.4g") if c.delta else "0",
+            "" if c.p_holm is None else f"{c.p_holm:.2g}",
             why,
         )
     return t
@@ -100,6 +111,13 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
     "`any` axis, or FAMILY/METRIC (efficiency/latency_p90); exit 3 when one has no value in either window.",
 )  # fmt: skip
 @click.option(
+    "--margin",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    help="With --fail-on, a worsening must also be larger than this (in the cell's own unit) to fail.",
+)
+@click.option(
     "--allow-empty", is_flag=True,
     help="With --fail-on, pass (exit 0) instead of exit 3 when a window has nothing to judge.",
 )  # fmt: skip
@@ -108,13 +126,14 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
 @target_option
 @token_option
 def compare_command(
-    models: tuple[str, ...], window: str, fail_on: str, allow_empty: bool, show_all: bool, as_json: bool,
-    target: str, connect: Connect,
+    models: tuple[str, ...], window: str, fail_on: str, margin: float, allow_empty: bool, show_all: bool,
+    as_json: bool, target: str, connect: Connect,
 ) -> None:  # fmt: skip
     """Compare MODELS' last WINDOW with the window before it, as the dashboard does.
 
     With --fail-on it is a gate that fails closed: exit 1 when a named axis or metric got significantly
-    worse, else exit 3 when one has no value in this window or the one before (unless --allow-empty)."""
+    worse (a test per cell, Holm's adjustment over every cell compared, 5 %; beyond --margin), else exit 3
+    when one has no value in this window or the one before (unless --allow-empty)."""
     chosen = _names(fail_on)
     worse: list[tuple[str, Change]] = []
     empty: list[str] = []
@@ -132,7 +151,7 @@ def compare_command(
                 sys.exit(2)
             _check_axes(chosen, current)
             changes = compare(current, previous)
-            bad = regressions(changes, chosen)
+            bad = regressions(changes, chosen, margin)
             worse += [(model, c) for c in bad]
             missing = unjudged(chosen, current, previous)
             if missing:
@@ -152,7 +171,7 @@ def compare_command(
     for model, c in worse:
         console(stderr=True).print(
             text(f"{model}: {c.name} got significantly worse")
-            + text(f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; {c.why})")
+            + text(f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; {evidence(c)})")
         )
     for line in empty:
         console(stderr=True).print(text(line) + ("" if allow_empty else " (exit 3; --allow-empty passes)"))
