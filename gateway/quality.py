@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from gateway import sequential
 from holistic.families import exported_metrics
 from holistic.registry import is_installed, load_family
 from holistic.v1 import profile_pb2 as pp
@@ -22,6 +23,7 @@ from holistic.v1 import profile_pb2 as pp
 AXIS_LABELS = ("tenant", "model", "axis", "window", "period")
 METRIC_LABELS = ("tenant", "model", "family", "metric", "window", "period")
 PROFILE_LABELS = ("tenant", "model", "window", "period")
+EVIDENCE_LABELS = ("tenant", "model", "axis")
 
 
 def axis_name(dim: pp.Dimension) -> str:
@@ -86,11 +88,28 @@ class QualitySeries:
         )
     )
 
+    alert_evidence: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_alert_evidence",
+            "E-value that the axis is below its floor over all time (gateway/sequential.py): at or above 20, "
+            "the chance of a false alarm over the stream's whole life is at most 5 %, however often it is read.",
+            labels=EVIDENCE_LABELS,
+        )
+    )
+
     def families(self) -> list[Metric]:
         return [
             self.axis_score, self.axis_lower, self.axis_upper, self.axis_samples, self.metric_value,
-            self.metric_lower, self.metric_upper, self.metric_samples, self.predictions,
+            self.metric_lower, self.metric_upper, self.metric_samples, self.predictions, self.alert_evidence,
         ]  # fmt: skip
+
+    def add_evidence(self, profile: pp.Profile, tenant: str, floors: Mapping[str, float]) -> None:
+        """Per axis with a floor and a score in the all-time profile, the evidence that it is below it."""
+        for dim in profile.dimensions:
+            name = axis_name(dim)
+            if dim.HasField("score") and name in floors and dim.count:
+                value = sequential.evidence(dim.count, dim.score, floors[name])
+                self.alert_evidence.add_metric([tenant, profile.model, name], value)
 
     def add_profile(
         self,

@@ -168,6 +168,8 @@ class QualityExporter:
             for tenant, model in await self.models():
                 for window in self.quality.windows:
                     await self._add_model(series, tenant, model, window)
+                if self.quality.axis_floors:
+                    await self._add_evidence(series, tenant, model)
         except RETRYABLE:
             self.errors.inc()
             raise
@@ -185,6 +187,14 @@ class QualityExporter:
         if self.quality.previous and span is not None:
             before = await self.reader.profile(model, WindowSpec(pp.WINDOW_PRESET_UNSPECIFIED, *span), tenant)
             series.add_profile(before, tenant, window, "previous", self.quality.metrics)
+
+    async def _add_evidence(self, series: QualitySeries, tenant: str, model: str) -> None:
+        """The sequential evidence reads the all-time profile: anytime-valid only over the whole stream."""
+        try:
+            everything = await self.reader.profile(model, WindowSpec(WINDOW_PRESETS["all"]), tenant)
+        except NotFound:
+            return
+        series.add_evidence(everything, tenant, self.quality.axis_floors)
 
     async def _refresh_forever(self) -> None:
         """Refresh every refresh_s until stopped; stopping waits for a refresh in flight, never cancels it

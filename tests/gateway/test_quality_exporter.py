@@ -172,3 +172,21 @@ def test_a_tenants_models(make_gateway, make_worker):
     assert scores == {"team-a": 0.5}  # the default tenant's model of the same name is not picked
     (labels_,) = [dict(k[1]) for k in got if k[0] == "holistic_quality_axis_score"]
     assert labels_["model"] == "shared-name"
+
+
+def test_alert_evidence_from_the_all_time_profile(scored):
+    from gateway.sequential import evidence
+
+    gw, client = scored
+    quality = load_quality_settings(models=["alpha"], windows=["15m"], refresh_s=3600, axis_floors={"accuracy": 0.9})
+    exporter = ExporterThread(gw.settings, quality)
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    acc = next(d for d in client.get_profile("alpha", "all").dimensions if d.kind == 1)
+    key = ("holistic_quality_alert_evidence", labels(tenant="default", model="alpha", axis="accuracy"))
+    assert (acc.count, acc.score) == (10, 0.7)
+    assert got[key] == evidence(10, 0.7, 0.9)  # read from all time, though the exporter's windows are 15m
+    assert 1.0 < got[key] < 20  # below the floor, not yet enough to say so
+    assert not [k for k in got if k[0] == "holistic_quality_alert_evidence" and ("axis", "efficiency") in k[1]]
