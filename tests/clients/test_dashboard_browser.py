@@ -113,6 +113,10 @@ def test_page_shows_the_radar_and_updates_live(make_gateway, live_workers, make_
     wait_for(lambda: browser.find_elements("css selector", "#compare .compare-model[data-model='m-a'] tr.matters"),
              "highlighted changes")  # fmt: skip
     assert "data appeared" in browser.find_element("css selector", "#compare [data-model='m-a']").text
+    # each cell's test, Holm-adjusted, has its column (empty here: nothing to test against an empty day)
+    heads = browser.execute_script("return [...document.querySelectorAll('#compare [data-model=\"m-a\"] th')]"
+                                   ".map((t) => t.textContent)")  # fmt: skip
+    assert heads[:6] == ["", "before", "now", "change", "p (Holm)", "why"]
 
     # Window selector: all time has no comparison; the page reconnects and shows the same models.
     browser.find_element("css selector", "#window option[value='all']").click()

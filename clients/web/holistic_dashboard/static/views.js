@@ -65,9 +65,12 @@ export function renderCompare(box, results, window) {
   },
     h("td", {}, c.name), h("td", { class: "num" }, fmt(c.before, 4)), h("td", { class: "num" }, fmt(c.after, 4)),
     h("td", { class: "num delta" }, c.delta === null ? "" : (c.delta > 0 ? "+" : "") + fmt(c.delta, 4)),
+    // the cell's test, Holm-adjusted over the comparison (holistic_client/significance.py), its interval on hover
+    h("td", { class: "num p", title: c.p_holm == null ? "" : `${c.method}; difference 95% ${fmt(c.diff_lower, 4)} to ${fmt(c.diff_upper, 4)}; p ${Number(c.p).toPrecision(2)}` },
+      c.p_holm == null ? "" : Number(c.p_holm).toPrecision(2)),
     h("td", {}, c.matters ? (c.better === false ? "worse: " : c.better === true ? "better: " : "") + c.why : c.why));
   const table = (changes) => h("table", {},
-    h("thead", {}, h("tr", {}, ["", "before", "now", "change", "why"].map((t) => h("th", {}, t)))), h("tbody", {}, changes.map(row)));
+    h("thead", {}, h("tr", {}, ["", "before", "now", "change", "p (Holm)", "why"].map((t) => h("th", {}, t)))), h("tbody", {}, changes.map(row)));
   box.replaceChildren(...results.map(({ model, changes, error, previous }) => {
     if (error) return h("p", { class: "problem" }, `${model}: ${error}`);
     const matters = changes.filter((c) => c.matters).length;
