@@ -23,6 +23,7 @@ from redis.backoff import NoBackoff
 from gateway import wire_proof
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
+from gateway.deletion import Deleter
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofWatch, check_strict
 from gateway.ingest import Ingestor
@@ -76,10 +77,12 @@ class Gateway:
         s = self.settings
         self._ensure_groups()
         self.tokens = TokenStore(s.tokens, s.tokens_file)
+        self.admins = TokenStore(s.admin_tokens)
         if self.tokens.open:
             log.warning("=" * 72)
             log.warning(
-                "no HOLISTIC_TOKENS / HOLISTIC_TOKENS_FILE: the gateway is OPEN, any caller may submit and read"
+                "no HOLISTIC_TOKENS / HOLISTIC_TOKENS_FILE: the gateway is OPEN, any caller may submit and read%s",
+                "" if not self.admins.open else ", and delete",
             )
             log.warning("=" * 72)
         else:
@@ -118,9 +121,9 @@ class Gateway:
         if s.gateway_wire_proof:
             wire_proof.warn_if_missing()
         ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.deployment, self.barrier, self.pinned)
-        service = EvaluationService(ingestor, reader, self.hub, self.tokens)
+        service = EvaluationService(ingestor, reader, self.hub, self.tokens, Deleter(self.r, s), self.admins)
         self.server = grpc.aio.server(
-            interceptors=[BearerAuth(self.tokens)],
+            interceptors=[BearerAuth(self.tokens, self.admins)],
             options=[
                 ("grpc.max_receive_message_length", s.max_message_bytes),
                 ("grpc.max_send_message_length", s.max_message_bytes),

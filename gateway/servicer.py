@@ -1,4 +1,4 @@
-"""holistic.v1.EvaluationService: thin RPC handlers over ingest, profile reads and watches."""
+"""holistic.v1.EvaluationService: thin RPC handlers over ingest, profile reads, watches and deletions."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import redis
 
 from gateway import perturb, status, wire
 from gateway.auth import bearer_token
+from gateway.deletion import Deleter
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
 from gateway.watch import WatchHub
 from holistic.errors import FieldViolation, HolisticError, InvalidArgument
 from holistic.observability import BATCHES, PREDICTIONS, new_traceparent, valid_traceparent
-from holistic.tenants import DEFAULT_TENANT, TokenStore
+from holistic.tenants import DEFAULT_TENANT, TENANT_RE, TokenStore
 from holistic.v1 import evaluation_service_pb2 as es
 
 log = logging.getLogger("holistic.gateway")
@@ -32,6 +33,11 @@ def _check_model(model: str) -> None:
         raise InvalidArgument([FieldViolation("model", "is not a valid model name")])
 
 
+def _check_tenant(tenant: str, field: str = "tenant") -> None:
+    if not TENANT_RE.fullmatch(tenant):
+        raise InvalidArgument([FieldViolation(field, f"is not a tenant name ({TENANT_RE.pattern})")])
+
+
 def _traceparent(context: grpc.aio.ServicerContext) -> str:
     """The client's W3C trace context, or a new one: every batch can be followed through the queue."""
     for key, value in context.invocation_metadata() or ():
@@ -43,11 +49,21 @@ def _traceparent(context: grpc.aio.ServicerContext) -> str:
 
 
 class EvaluationService:
-    def __init__(self, ingestor: Ingestor, reader: ProfileReader, hub: WatchHub, tokens: TokenStore) -> None:
+    def __init__(
+        self,
+        ingestor: Ingestor,
+        reader: ProfileReader,
+        hub: WatchHub,
+        tokens: TokenStore,
+        deleter: Deleter,
+        admins: TokenStore | None = None,
+    ) -> None:
         self.ingestor = ingestor
         self.reader = reader
         self.hub = hub
         self.tokens = tokens
+        self.deleter = deleter
+        self.admins = admins if admins is not None else TokenStore()
 
     def _tenant(self, context: grpc.aio.ServicerContext) -> str:
         """The caller's tenant (the interceptor already refused unknown tokens)."""
@@ -122,6 +138,24 @@ class EvaluationService:
         request = wire.parse(es.ListModelsRequest, raw)
         return await self.reader.list_models(self._tenant(context), request.page_size, request.page_token)
 
+    def _admin(self, context: grpc.aio.ServicerContext) -> str:
+        """The admin's name, for the logs (the interceptor already refused anyone else)."""
+        return self.admins.tenant_of(bearer_token(context.invocation_metadata())) or "(open gateway)"
+
+    @status.unary
+    async def DeleteModel(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.DeleteModelResponse:
+        request = wire.parse(es.DeleteModelRequest, raw)
+        tenant = request.tenant or DEFAULT_TENANT
+        _check_model(request.model)
+        _check_tenant(tenant)
+        removed = await self.deleter.model(tenant, request.model)
+        log.info(
+            "deleted model=%s tenant=%s by admin=%s: %s", request.model, tenant, self._admin(context),
+            ", ".join(f"{r.key_family} {r.count}" for r in removed) or "nothing left to remove",
+            extra={"model": request.model, "tenant": tenant},
+        )  # fmt: skip
+        return es.DeleteModelResponse(removed=removed)
+
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
     """Like the generated add_*_to_server, except that requests arrive as bytes: gateway/wire.py parses them
@@ -153,6 +187,11 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
                 service.ListModels,
                 request_deserializer=None,
                 response_serializer=es.ListModelsResponse.SerializeToString,
+            ),
+            "DeleteModel": grpc.unary_unary_rpc_method_handler(
+                service.DeleteModel,
+                request_deserializer=None,
+                response_serializer=es.DeleteModelResponse.SerializeToString,
             ),
         },
     )

@@ -60,6 +60,13 @@ class Settings(BaseSettings):
         repr=False,
     )
     tokens_file: Path | None = Field(default=None, description="More entries, one per line; re-read on change.")
+    admin_tokens: str = Field(
+        default="",
+        description="Admin token entries, as HOLISTIC_TOKENS's (<name>:sha256:<hex>, the name for the logs): only "
+        "they may call the admin RPCs (DeleteModel), and only those. Unset: no one may, unless the gateway is "
+        "open (no tokens at all).",
+        repr=False,
+    )
     tls_cert: Path | None = Field(default=None, description="Gateway certificate chain (PEM): serve TLS.")
     tls_key: Path | None = Field(default=None, description="Gateway private key (PEM).")
     tls_client_ca: Path | None = Field(default=None, description="CA for client certificates: mutual TLS.")

@@ -109,9 +109,28 @@ class Inventory:
     def _patterns(self) -> list[tuple[re.Pattern[str], Stored]]:
         return [(row.pattern(self.keys), row) for row in INVENTORY]
 
-    def describe(self, key: str) -> Stored | None:
+    def _match(self, key: str) -> tuple[re.Match[str], Stored] | None:
         """The most specific row whose pattern matches the whole key (literal text beats a placeholder)."""
-        found = [(p, row) for p, row in self._patterns if p.fullmatch(key)]
+        found = [(p, m, row) for p, row in self._patterns if (m := p.fullmatch(key))]
         if not found:
             return None
-        return max(found, key=lambda pr: len(pr[0].pattern.replace("(.+)", "")))[1]
+        _, match, row = max(found, key=lambda pmr: len(pmr[0].pattern.replace("(.+)", "")))
+        return match, row
+
+    def describe(self, key: str) -> Stored | None:
+        """The row that describes the key, or None."""
+        found = self._match(key)
+        return found[1] if found else None
+
+    def model_of(self, key: str) -> str | None:
+        """The (stored) model a key belongs to, when its row is one of a model's."""
+        found = self._match(key)
+        if found is None or "<model>" not in found[1].args:
+            return None
+        match, row = found
+        slots = [a for a in row.args if a.startswith("<")]
+        return match.group(slots.index("<model>") + 1)
+
+    def label(self, row: Stored) -> str:
+        """The row's key family as the storage reference writes it (placeholders as <name>)."""
+        return row.example(self.keys)

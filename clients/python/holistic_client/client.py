@@ -293,6 +293,12 @@ class Client:
             if not token:
                 return
 
+    # --- admin ---------------------------------------------------------------------------------
+    def delete_model(self, model: str, tenant: str = "") -> es.DeleteModelResponse:
+        """Delete everything the service keeps of the tenant's model ("": the default tenant), with an
+        admin token; what was removed, per key family. Idempotent, so retried like a read."""
+        return self._call(self.stub.DeleteModel, es.DeleteModelRequest(model=model, tenant=tenant))  # type: ignore[return-value]
+
     def perturb(
         self,
         predictions: Iterable[Prediction],
