@@ -109,6 +109,16 @@ class Keys:
         """STREAM (capped, no group): one entry per applied batch, for WatchProfile."""
         return f"{self._model(model)}:updates"
 
+    def deleted(self, model: str) -> str:
+        """STRING with a TTL, the tombstone of a deleted model: the last batch sequence number it had.
+        apply.lua merges no batch numbered up to it (one a worker read before the deletion), and the
+        model's next batch is numbered after it (holistic/lua/deletion.lua)."""
+        return f"{self._model(model)}:deleted"
+
+    def deleting(self, model: str) -> str:
+        """STRING with a short TTL: a deletion of the model is under way; its submits are refused."""
+        return f"{self._model(model)}:deleting"
+
     # --- SCAN patterns (not keys: no row in holistic/stored.py) -------------------------------------
     def model_keys_glob(self, models: str) -> str:
         """Every key of the models whose names match the glob `models` (glob_escape one name)."""

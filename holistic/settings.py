@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         default=2 * 86_400, ge=3600, description="Per-instance state (perturbation joins) lives TTL to TTL + 1 day."
     )
     instance_cap: int = Field(default=1_000_000, ge=1, description="Live instances per model and family.")
+    deletion_tombstone_s: int = Field(
+        default=7 * 86_400,
+        ge=3600,
+        description="How long a deleted model's tombstone lives (docs/data-lifecycle.md): no worker applies a batch "
+        "of the model read before its deletion for this long; longer than any entry stays unacknowledged.",
+    )
     tenant_max_models: int = Field(
         default=100_000, ge=1, description="Distinct models per tenant (ingest): each keeps its own statistics."
     )

@@ -8,9 +8,9 @@ from holistic.keys import Keys
 from holistic.stored import INVENTORY, Inventory
 from holistic.tenants import split_model
 
-# the key families that hold model data, by the inventory: a <model> in the key, the streams' entries (field
-# m), and the tenants' model sets and indexes (the public name)
-MODEL_ROWS = {row.builder for row in INVENTORY if "<model>" in row.args}
+# the key families that hold model data, by the inventory: a <model> in the key (but the tombstone a deletion
+# leaves, one number that expires), the streams' entries (field m), the tenants' model sets and indexes (names)
+MODEL_ROWS = {row.builder for row in INVENTORY if "<model>" in row.args} - {"deleted"}
 ENTRY_ROWS = {"stream_for", "dead_letters_for"}
 NAME_ROWS = {"models", "models_index"}
 

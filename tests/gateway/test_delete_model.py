@@ -3,6 +3,8 @@ admin tokens only; the CLI asks first."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
 import grpc
@@ -10,11 +12,14 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from holistic.keys import Keys
+from gateway.deletion import Deleter
+from holistic.keys import NEWEST_MINUTE, Keys
 from holistic.tenants import hash_token
 from holistic.workqueue import WorkQueue
 from holistic_app.cli import main
 from holistic_client import ClientError
+from metric_services.middleware import Hooks
+from metric_services.runner import Worker
 from tests.conftest import drain
 from tests.deletion import traces_of
 from tests.factories import prediction
@@ -143,3 +148,95 @@ def test_tokens_new_admin_prints_an_entry_that_deletes(make_gateway):
     gw = make_gateway(families=FAMILIES, tokens=f"team-a:sha256:{hash_token(TEAM)}", admin_tokens=entry)
     with gw.client(token) as admin:
         assert admin.delete_model("gpt-x", "team-a").removed == []
+
+
+class PauseBeforeApply(Hooks):
+    """Holds the worker between its read (and compute) and its apply, once armed."""
+
+    def __init__(self) -> None:
+        self.armed, self.reached, self.go = False, threading.Event(), threading.Event()
+
+    def before_apply(self, worker: Worker, batch_ids: list[str]) -> None:
+        if self.armed and batch_ids:
+            self.reached.set()
+            assert self.go.wait(30)
+
+
+def test_a_batch_read_before_the_deletion_and_applied_after_it_brings_nothing_back(make_gateway, make_worker, r):
+    """A worker reads batch 2 of gpt-x and pauses before its apply; the model is deleted; the worker applies:
+    apply.lua refuses it by the tombstone, nothing of the model comes back. The next batch is numbered 3, and
+    the worker writes its signature again (it forgets what it wrote of a model deleted since)."""
+    gw = make_gateway(families="accuracy")
+    pause = PauseBeforeApply()
+    worker = make_worker("accuracy", middleware=[pause])
+    with gw.client() as c:
+        c.submit(preds("a", 2), batch_id="b1", model="gpt-x")
+        drain(worker)  # batch 1 applied: the worker wrote its signature
+        c.submit(preds("b", 1), batch_id="b2", model="gpt-x")
+        pause.armed = True
+        step = threading.Thread(target=worker.step, kwargs={"block_ms": 1})
+        step.start()
+        assert pause.reached.wait(30)
+        removed = {x.key_family: x.count for x in c.delete_model("gpt-x").removed}
+        assert removed["hl:{q<shard>}:preds"] == 2 and removed["hl:{m:<model>}:sig:<family>"] == 1
+        pause.go.set()
+        step.join(30)
+        assert worker.counters.applied == 1 and worker.counters.skipped == 1  # batch 2: refused
+        assert traces_of(r, "gpt-x") == []
+        assert r.xpending(Keys().stream, "accuracy")["pending"] == 0  # acknowledged all the same
+        assert r.get(Keys().deleted("gpt-x")) == b"2"
+        assert 7 * 86_400 - 60 < r.ttl(Keys().deleted("gpt-x")) <= 7 * 86_400
+
+        pause.armed = False
+        assert c.submit(preds("c", 3), batch_id="b3", model="gpt-x").sequence == 3
+        drain(worker)
+        profile = c.get_profile("gpt-x")
+        assert profile.counts.accepted_predictions == profile.counts.window_predictions == 3
+        assert list(r.hkeys(Keys().signatures("gpt-x", "accuracy"))) == [worker.signature_of("gpt-x")[0].encode()]
+        assert int(r.hget(Keys().meta("gpt-x"), NEWEST_MINUTE)) == T0 // 60
+
+
+def test_submits_wait_for_a_deletion_and_number_after_the_tombstone(make_gateway, r):
+    """While a deletion's lock lives, the model's submits are UNAVAILABLE (retryable) and write nothing; a
+    model with a tombstone numbers its next batch after it."""
+    gw = make_gateway(families=FAMILIES)
+    r.set(Keys().deleting("gpt-x"), 1, px=60_000)
+    r.set(Keys().deleted("gpt-x"), 5)
+    with gw.client(max_attempts=1) as c:
+        with pytest.raises(ClientError) as exc:
+            c.submit(preds("a", 1, groups={"lang": "en"}), batch_id="b1", model="gpt-x")
+        assert exc.value.code == grpc.StatusCode.UNAVAILABLE
+        assert exc.value.message == "model 'gpt-x' is being deleted; retry once the deletion has ended (seconds)"
+        assert traces_of(r, "gpt-x") == [Keys().deleting("gpt-x")] and r.xlen(Keys().stream) == 0
+        assert c.submit(preds("a", 1), batch_id="b1", model="other").sequence == 1  # other models are not held
+        r.delete(Keys().deleting("gpt-x"))
+        assert c.submit(preds("a", 1), batch_id="b1", model="gpt-x").sequence == 6
+        assert c.submit(preds("b", 1), batch_id="b2", model="gpt-x").sequence == 7
+
+
+def test_a_submit_during_a_deletion_is_refused_and_the_next_one_numbered_after_it(make_gateway, r, monkeypatch):
+    """A deletion held before its last step (the names): the model's submit is UNAVAILABLE and writes nothing;
+    once the deletion ends, the next submit is accepted, numbered after the deleted batches."""
+    gw = make_gateway(families=FAMILIES)
+    reached, go = threading.Event(), threading.Event()
+    names = Deleter._names
+
+    async def held(self, *args):
+        reached.set()
+        await asyncio.get_running_loop().run_in_executor(None, go.wait, 30)
+        return await names(self, *args)
+
+    monkeypatch.setattr(Deleter, "_names", held)
+    with gw.client(max_attempts=1) as c:
+        c.submit(preds("a", 1), batch_id="b1", model="gpt-x")
+        c.submit(preds("b", 1), batch_id="b2", model="gpt-x")
+        deleting = threading.Thread(target=c.delete_model, args=("gpt-x",))
+        deleting.start()
+        assert reached.wait(30)
+        with pytest.raises(ClientError) as exc:
+            c.submit(preds("c", 1), batch_id="b3", model="gpt-x")
+        assert exc.value.code == grpc.StatusCode.UNAVAILABLE
+        go.set()
+        deleting.join(30)
+        assert traces_of(r, "gpt-x") == []
+        assert c.submit(preds("c", 1), batch_id="b3", model="gpt-x").sequence == 3
