@@ -103,7 +103,7 @@ class Deleter:
     async def _unlink_chunk(self, chunk: list[str], removed: Counter[Stored]) -> None:
         pipe = self.r.pipeline(transaction=False)
         for key in chunk:
-            pipe.unlink(key)
+            pipe.execute_command("UNLINK", key)  # (a cluster pipeline's unlink() is a coroutine)
         for key, gone in zip(chunk, await pipe.execute(), strict=True):
             row = self.inventory.describe(key)
             if gone and row is not None:

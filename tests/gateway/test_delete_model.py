@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import grpc
 import pytest
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from gateway.deletion import Deleter
 from holistic.keys import NEWEST_MINUTE, Keys
 from holistic.tenants import hash_token
-from holistic.workqueue import WorkQueue
+from holistic.workqueue import WorkQueue, shard_of
 from holistic_app.cli import main
 from holistic_client import ClientError
 from metric_services.middleware import Hooks
@@ -27,23 +28,24 @@ from tests.factories import prediction
 FAMILIES = "accuracy,efficiency"
 ADMIN, TEAM = "admin-token", "team-a-token"
 T0 = (time.time() // 3600) * 3600 - 1800  # one minute for every prediction: one bucket per tier
+WorkerFactory = Callable[..., Worker]  # (family, middleware=...) -> a worker on the test's Redis
 
 
 def preds(prefix: str, n: int, **kwargs: object) -> list:
     return [prediction(f"{prefix}{i}", produced_at_s=T0, latency_s=0.1, **kwargs) for i in range(n)]
 
 
-def scored_model(gw, make_worker, r: redis.Redis, model: str) -> None:
+def scored_model(gw, worker: WorkerFactory, r: redis.Redis, model: str) -> None:
     """Two batches applied by both families (one with a group tag), a third still on the stream and
     dead-lettered by accuracy."""
     with gw.client() as c:
         c.submit(preds("a", 2, groups={"lang": "en"}), batch_id="b1", model=model)
         c.submit(preds("b", 1), batch_id="b2", model=model)
-        drain(make_worker("accuracy"), make_worker("efficiency"))
+        drain(worker("accuracy"), worker("efficiency"))
         c.submit(preds("c", 1), batch_id="b3", model=model)
-    queue = WorkQueue(r, Keys())
-    (third,) = [eid for eid, f in r.xrange(Keys().stream) if f[b"m"] == model.encode()][2:]
-    r.xreadgroup("accuracy", "test", {Keys().stream: ">"}, count=10)
+    queue = WorkQueue(r, Keys(), shard=shard_of(model, gw.settings.queue_shards))
+    (third,) = [eid for eid, f in r.xrange(queue.stream) if f[b"m"] == model.encode()][2:]
+    r.xreadgroup("accuracy", "test", {queue.stream: ">"}, count=10)
     assert queue.deadletter("accuracy", third.decode(), 1, "a test's dead letter")
 
 
@@ -51,11 +53,17 @@ def own_keys(r: redis.Redis, model: str) -> dict[str, bytes]:
     return {k.decode(): r.dump(k) for k in r.scan_iter(match=f"hl:{{m:{model}}}:*")}
 
 
-def test_delete_model_removes_every_key_and_entry_of_the_model_and_nothing_else(make_gateway, make_worker, r):
-    gw = make_gateway(families=FAMILIES)
-    scored_model(gw, make_worker, r, "gpt-x")
-    scored_model(gw, make_worker, r, "other")
+def entries_of(r: redis.Redis, stream_of: Callable[[int], str], shards: int) -> list[bytes]:
+    return [f[b"m"] for n in range(shards) for _, f in r.xrange(stream_of(n))]
+
+
+def deletes_every_key_and_entry_of_the_model_and_nothing_else(gw, worker: WorkerFactory, r: redis.Redis) -> None:
+    """Two models scored alike; one deleted: the answer counts what it had, hand-worked; nothing of it is left
+    in any key (a walk of them all), the other's keys are byte for byte as they were."""
+    scored_model(gw, worker, r, "gpt-x")
+    scored_model(gw, worker, r, "other")
     before = own_keys(r, "other")
+    shards = gw.settings.queue_shards
     with gw.client() as c:
         profile = c.get_profile("other")
         removed = c.delete_model("gpt-x")
@@ -82,8 +90,12 @@ def test_delete_model_removes_every_key_and_entry_of_the_model_and_nothing_else(
         assert exc.value.code == grpc.StatusCode.NOT_FOUND
         assert c.get_profile("other").dimensions == profile.dimensions
     assert own_keys(r, "other") == before
-    assert [f[b"m"] for _, f in r.xrange(Keys().stream)] == [b"other"] * 3
-    assert [f[b"m"] for _, f in r.xrange(Keys().dead_letters)] == [b"other"]
+    assert entries_of(r, Keys().stream_for, shards) == [b"other"] * 3
+    assert entries_of(r, Keys().dead_letters_for, shards) == [b"other"]
+
+
+def test_delete_model_removes_every_key_and_entry_of_the_model_and_nothing_else(make_gateway, make_worker, r):
+    deletes_every_key_and_entry_of_the_model_and_nothing_else(make_gateway(families=FAMILIES), make_worker, r)
 
 
 def test_only_admin_tokens_may_delete_and_they_may_do_nothing_else(make_gateway, make_worker, r):
@@ -163,12 +175,16 @@ class PauseBeforeApply(Hooks):
 
 
 def test_a_batch_read_before_the_deletion_and_applied_after_it_brings_nothing_back(make_gateway, make_worker, r):
+    a_batch_read_before_the_deletion_brings_nothing_back(make_gateway(families="accuracy"), make_worker, r)
+
+
+def a_batch_read_before_the_deletion_brings_nothing_back(gw, make_worker: WorkerFactory, r: redis.Redis) -> None:
     """A worker reads batch 2 of gpt-x and pauses before its apply; the model is deleted; the worker applies:
     apply.lua refuses it by the tombstone, nothing of the model comes back. The next batch is numbered 3, and
     the worker writes its signature again (it forgets what it wrote of a model deleted since)."""
-    gw = make_gateway(families="accuracy")
     pause = PauseBeforeApply()
     worker = make_worker("accuracy", middleware=[pause])
+    stream = Keys().stream_for(shard_of("gpt-x", gw.settings.queue_shards))
     with gw.client() as c:
         c.submit(preds("a", 2), batch_id="b1", model="gpt-x")
         drain(worker)  # batch 1 applied: the worker wrote its signature
@@ -183,7 +199,7 @@ def test_a_batch_read_before_the_deletion_and_applied_after_it_brings_nothing_ba
         step.join(30)
         assert worker.counters.applied == 1 and worker.counters.skipped == 1  # batch 2: refused
         assert traces_of(r, "gpt-x") == []
-        assert r.xpending(Keys().stream, "accuracy")["pending"] == 0  # acknowledged all the same
+        assert r.xpending(stream, "accuracy")["pending"] == 0  # acknowledged all the same
         assert r.get(Keys().deleted("gpt-x")) == b"2"
         assert 7 * 86_400 - 60 < r.ttl(Keys().deleted("gpt-x")) <= 7 * 86_400
 
@@ -197,17 +213,23 @@ def test_a_batch_read_before_the_deletion_and_applied_after_it_brings_nothing_ba
 
 
 def test_submits_wait_for_a_deletion_and_number_after_the_tombstone(make_gateway, r):
-    """While a deletion's lock lives, the model's submits are UNAVAILABLE (retryable) and write nothing; a
-    model with a tombstone numbers its next batch after it."""
-    gw = make_gateway(families=FAMILIES)
+    submits_wait_for_a_deletion_and_number_after_the_tombstone(make_gateway(families=FAMILIES), r)
+
+
+def submits_wait_for_a_deletion_and_number_after_the_tombstone(gw, r: redis.Redis) -> None:
+    """While a deletion's lock lives, the model's submits are UNAVAILABLE (retryable) and write nothing, with
+    group tags or without (a cluster's groups.lua and ingest.lua); a model with a tombstone numbers its next
+    batch after it."""
     r.set(Keys().deleting("gpt-x"), 1, px=60_000)
     r.set(Keys().deleted("gpt-x"), 5)
     with gw.client(max_attempts=1) as c:
-        with pytest.raises(ClientError) as exc:
-            c.submit(preds("a", 1, groups={"lang": "en"}), batch_id="b1", model="gpt-x")
-        assert exc.value.code == grpc.StatusCode.UNAVAILABLE
-        assert exc.value.message == "model 'gpt-x' is being deleted; retry once the deletion has ended (seconds)"
-        assert traces_of(r, "gpt-x") == [Keys().deleting("gpt-x")] and r.xlen(Keys().stream) == 0
+        for batch in (preds("a", 1, groups={"lang": "en"}), preds("a", 1)):
+            with pytest.raises(ClientError) as exc:
+                c.submit(batch, batch_id="b1", model="gpt-x")
+            assert exc.value.code == grpc.StatusCode.UNAVAILABLE
+            assert exc.value.message == "model 'gpt-x' is being deleted; retry once the deletion has ended (seconds)"
+        assert traces_of(r, "gpt-x") == [Keys().deleting("gpt-x")]
+        assert entries_of(r, Keys().stream_for, gw.settings.queue_shards) == []
         assert c.submit(preds("a", 1), batch_id="b1", model="other").sequence == 1  # other models are not held
         r.delete(Keys().deleting("gpt-x"))
         assert c.submit(preds("a", 1), batch_id="b1", model="gpt-x").sequence == 6
