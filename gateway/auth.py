@@ -17,7 +17,7 @@ from holistic.tenants import TokenStore
 log = logging.getLogger("holistic.gateway")
 
 PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-ADMIN_METHODS = frozenset({"/holistic.v1.EvaluationService/DeleteModel"})
+ADMIN_METHODS = frozenset(f"/holistic.v1.EvaluationService/{name}" for name in ("DeleteModel", "DeleteTenantData"))
 
 
 def bearer_token(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str:

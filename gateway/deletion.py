@@ -1,6 +1,7 @@
-"""DeleteModel: every key of a model removed, and its batches taken off the work and dead-letter streams.
+"""DeleteModel and DeleteTenantData: every key of a model (or of each model of a tenant) removed, and its
+batches taken off the work and dead-letter streams.
 
-In order:
+Per model, in order:
 1. begin (delete_begin.lua, in the model's slot): a lock that refuses the model's submits until the
    deletion ends (submit.lua, or a cluster's groups.lua and ingest.lua), and the model's tombstone, its
    last batch sequence number: apply.lua merges no batch numbered up to it, so a worker that read a batch
@@ -11,8 +12,10 @@ In order:
 3. its batches' entries on its shard of the work stream and on that shard's dead letters (XDEL, found by
    the entries' `m` and `s` fields);
 4. its name in the tenant's model set, then in its index (ListModels re-indexes the names of the set
-   that its index lacks);
+   that its index lacks); a tenant's deletion removes the set, the index and its rate counters whole;
 5. the lock released (it expires by itself LOCK_S after the last step of a deletion that died).
+A tenant's models are those of its model set, and any other found under its names by the SCAN (a model
+whose name a crashed cluster gateway never added to the set): each is begun before any key of it goes.
 The answer counts what was removed per key family, in the storage reference's order; a second deletion
 finds nothing.
 """
@@ -22,23 +25,23 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import redis.asyncio as aioredis
 
 from holistic.keys import Keys, glob_escape
+from holistic.redis_conn import set_chunks
 from holistic.scripts import Scripts
 from holistic.settings import Settings
 from holistic.stored import INVENTORY, Inventory, Stored
-from holistic.tenants import internal_model
+from holistic.tenants import DEFAULT_TENANT, SEPARATOR, internal_model, split_model
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.workqueue import shard_of
 
 log = logging.getLogger("holistic.gateway")
 
 SCAN_COUNT = 1000  # keys a SCAN step looks at
-CHUNK = 500  # keys unlinked, or stream entries read, a round trip
+CHUNK = 500  # keys unlinked, stream entries read or model names read, a round trip
 LOCK_S = 60  # a deletion's lock lives this long after its last renewal (each chunk renews it)
 
 
@@ -50,25 +53,60 @@ class Deleter:
         self.inventory = Inventory(self.keys)
         self.scripts = Scripts(r)
 
-    def _row(self, builder: str, *args: str) -> Stored:
-        return next(row for row in INVENTORY if row.builder == builder and (not args or row.args == args))
-
     async def model(self, tenant: str, public: str) -> list[es.RemovedKeys]:
         """Delete the tenant's model `public`; what was removed, per key family."""
         model = internal_model(tenant, public)
         removed: Counter[Stored] = Counter()
-        locks = _Locks(self.r)
-        try:
+        async with _Locks(self.r) as locks:
             through = {model: await self._begin(model, locks)}
-            await self._unlink(self._scan(self.keys.model_keys_glob(glob_escape(model)), locks), removed, locks)
-            shard = shard_of(model, self.settings.queue_shards)
-            await self._entries(self.keys.stream_for(shard), through, self._row("stream_for"), removed, locks)
-            dead = self._row("dead_letters_for")
-            await self._entries(self.keys.dead_letters_for(shard), through, dead, removed, locks)
-            await self._names(tenant, [public], removed)
-        finally:
-            await locks.release()
+            glob = self.keys.model_keys_glob(glob_escape(model))
+            await self._models(glob, through, lambda m: m == model, removed, locks)
+            which = _tenant_rows(tenant)
+            removed[_row("models", which)] += int(await self.r.srem(self.keys.models(tenant), public))  # type: ignore[misc]
+            removed[_row("models_index", which)] += int(await self.r.zrem(self.keys.models_index(tenant), public))
         return self._report(removed)
+
+    async def tenant(self, tenant: str) -> tuple[list[str], list[es.RemovedKeys]]:
+        """Delete every model of the tenant, then its model set, index and rate counters; the models deleted
+        (public names, sorted) and what was removed, per key family."""
+        removed: Counter[Stored] = Counter()
+        async with _Locks(self.r) as locks:
+            through: dict[str, int] = {}
+            async for names in set_chunks(self.r, self.keys.models(tenant), CHUNK):
+                for name in names:
+                    model = internal_model(tenant, _text(name))
+                    through[model] = await self._begin(model, locks)
+            names_glob = "*" if tenant == DEFAULT_TENANT else glob_escape(tenant + SEPARATOR) + "*"
+            glob = self.keys.model_keys_glob(names_glob)
+            await self._models(glob, through, lambda m: split_model(m)[0] == tenant, removed, locks)
+            own = [self.keys.models(tenant), self.keys.models_index(tenant)]
+            await self._unlink(_also(own, self._scan(self.keys.tenant_keys_glob(glob_escape(tenant)))), removed, locks)
+        return sorted(split_model(m)[1] for m in through), self._report(removed)
+
+    async def _models(
+        self,
+        glob: str,
+        through: dict[str, int],
+        owned: Callable[[str], bool],
+        removed: Counter[Stored],
+        locks: _Locks,
+    ) -> None:
+        """Steps 2 and 3 for the models of `through` (begun, with their tombstones' numbers), and for any other
+        model `owned` says is being deleted whose keys the SCAN of glob finds: begun first, added to through."""
+
+        async def keys() -> AsyncIterator[str]:
+            async for key in self._scan(glob):
+                model = self.inventory.model_of(key)
+                if model is None or not owned(model):
+                    continue
+                if model not in through:
+                    through[model] = await self._begin(model, locks)
+                yield key
+
+        await self._unlink(keys(), removed, locks)
+        for shard in sorted({shard_of(m, self.settings.queue_shards) for m in through}):
+            await self._entries(self.keys.stream_for(shard), through, _row("stream_for"), removed, locks)
+            await self._entries(self.keys.dead_letters_for(shard), through, _row("dead_letters_for"), removed, locks)
 
     async def _begin(self, model: str, locks: _Locks) -> int:
         """delete_begin.lua: the model's lock and tombstone; its tombstone's number."""
@@ -77,19 +115,16 @@ class Deleter:
         args = [LOCK_S * 1000, self.settings.deletion_tombstone_s]
         return int(await self.scripts.delete_begin(keys=keys, args=args))
 
-    async def _scan(self, glob: str, locks: _Locks) -> Any:
+    async def _scan(self, glob: str) -> AsyncIterator[str]:
         """The keys matching glob but the deletions' own (tombstones, locks)."""
+        own = (_row("deleted"), _row("deleting"))
         async for raw in self.r.scan_iter(match=glob, count=SCAN_COUNT):
             key = _text(raw)
-            if self.inventory.describe(key) not in self._own:
+            if self.inventory.describe(key) not in own:
                 yield key
 
-    @property
-    def _own(self) -> tuple[Stored, ...]:
-        return self._row("deleted"), self._row("deleting")
-
-    async def _unlink(self, keys: Any, removed: Counter[Stored], locks: _Locks) -> None:
-        """UNLINK the keys (an async iterable), a chunk a round trip, counting each one removed under its row."""
+    async def _unlink(self, keys: AsyncIterator[str], removed: Counter[Stored], locks: _Locks) -> None:
+        """UNLINK the keys, a chunk a round trip, counting each one removed under its row."""
         chunk: list[str] = []
         async for key in keys:
             chunk.append(key)
@@ -128,13 +163,6 @@ class Deleter:
             await locks.renew()
             start = "(" + _text(page[-1][0])
 
-    async def _names(self, tenant: str, publics: Iterable[str], removed: Counter[Stored]) -> None:
-        """The models' names out of the tenant's model set, then out of its index."""
-        names = list(publics)
-        which = ("default",) if tenant == "default" else ("<tenant>",)
-        removed[self._row("models", *which)] += int(await self.r.srem(self.keys.models(tenant), *names))  # type: ignore[misc]
-        removed[self._row("models_index", *which)] += int(await self.r.zrem(self.keys.models_index(tenant), *names))
-
     def _report(self, removed: Counter[Stored]) -> list[es.RemovedKeys]:
         return [
             es.RemovedKeys(key_family=self.inventory.label(row), count=removed[row])
@@ -151,16 +179,41 @@ class _Locks:
         self.held: list[str] = []
         self._renewed = time.monotonic()
 
-    async def renew(self) -> None:
-        if time.monotonic() - self._renewed < LOCK_S / 3:
-            return
-        self._renewed = time.monotonic()
-        for key in self.held:
-            await self.r.pexpire(key, LOCK_S * 1000)
+    async def __aenter__(self) -> _Locks:
+        return self
 
-    async def release(self) -> None:
-        for key in self.held:
-            await self.r.delete(key)
+    async def __aexit__(self, *exc: object) -> None:
+        await self._each("DEL")
+
+    async def renew(self) -> None:
+        if time.monotonic() - self._renewed >= LOCK_S / 3:
+            self._renewed = time.monotonic()
+            await self._each("PEXPIRE", LOCK_S * 1000)
+
+    async def _each(self, command: str, *args: object) -> None:
+        for i in range(0, len(self.held), CHUNK):
+            pipe = self.r.pipeline(transaction=False)
+            for key in self.held[i : i + CHUNK]:
+                pipe.execute_command(command, key, *args)
+            await pipe.execute()
+
+
+def _row(builder: str, args: tuple[str, ...] | None = None) -> Stored:
+    return next(row for row in INVENTORY if row.builder == builder and (args is None or row.args == args))
+
+
+def _tenant_rows(tenant: str) -> tuple[str, ...]:
+    """The args of the inventory's rows for the tenant's model set and index."""
+    return (DEFAULT_TENANT,) if tenant == DEFAULT_TENANT else ("<tenant>",)
+
+
+async def _also(first: list[str], then: AsyncIterator[str]) -> AsyncIterator[str]:
+    """first, then the keys of `then` not among them."""
+    for key in first:
+        yield key
+    async for key in then:
+        if key not in first:
+            yield key
 
 
 def _numbered_up_to(through: int | None, fields: dict[bytes, bytes]) -> bool:

@@ -156,6 +156,20 @@ class EvaluationService:
         )  # fmt: skip
         return es.DeleteModelResponse(removed=removed)
 
+    @status.unary
+    async def DeleteTenantData(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.DeleteTenantDataResponse:
+        request = wire.parse(es.DeleteTenantDataRequest, raw)
+        if not request.tenant:
+            raise InvalidArgument([FieldViolation("tenant", 'is required ("default" for the default tenant)')])
+        _check_tenant(request.tenant)
+        models, removed = await self.deleter.tenant(request.tenant)
+        log.info(
+            "deleted tenant=%s by admin=%s: %d models; %s", request.tenant, self._admin(context), len(models),
+            ", ".join(f"{r.key_family} {r.count}" for r in removed) or "nothing left to remove",
+            extra={"tenant": request.tenant},
+        )  # fmt: skip
+        return es.DeleteTenantDataResponse(models=models, removed=removed)
+
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
     """Like the generated add_*_to_server, except that requests arrive as bytes: gateway/wire.py parses them
@@ -192,6 +206,11 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
                 service.DeleteModel,
                 request_deserializer=None,
                 response_serializer=es.DeleteModelResponse.SerializeToString,
+            ),
+            "DeleteTenantData": grpc.unary_unary_rpc_method_handler(
+                service.DeleteTenantData,
+                request_deserializer=None,
+                response_serializer=es.DeleteTenantDataResponse.SerializeToString,
             ),
         },
     )

@@ -124,6 +124,11 @@ class Keys:
         """Every key of the models whose names match the glob `models` (glob_escape one name)."""
         return f"{self.prefix}:{{m:{models}}}:*"
 
+    def tenant_keys_glob(self, tenant: str) -> str:
+        """Every key under a tenant's hash tag (its rate counters; a tenant but the default's model set and
+        index too) for the tenants matching the glob `tenant`."""
+        return f"{self.prefix}:{{t:{tenant}}}:*"
+
     # --- shared between a family's replicas ---------------------------------------------------
     def memo(self, family: str, namespace: str, digest: bytes) -> str:
         """STRING with a TTL: a value the family's replicas compute once between them

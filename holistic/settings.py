@@ -63,8 +63,8 @@ class Settings(BaseSettings):
     admin_tokens: str = Field(
         default="",
         description="Admin token entries, as HOLISTIC_TOKENS's (<name>:sha256:<hex>, the name for the logs): only "
-        "they may call the admin RPCs (DeleteModel), and only those. Unset: no one may, unless the gateway is "
-        "open (no tokens at all).",
+        "they may call the admin RPCs (DeleteModel, DeleteTenantData), and only those. Unset: no one may, unless "
+        "the gateway is open (no tokens at all).",
         repr=False,
     )
     tls_cert: Path | None = Field(default=None, description="Gateway certificate chain (PEM): serve TLS.")

@@ -93,9 +93,9 @@ INVENTORY: tuple[Stored, ...] = (
            "WatchProfile wakes on", DERIVED, "workers (apply.lua)", "capped (XADD MAXLEN ~)"),
     Stored("deleted", ("<model>",), "string", "a deleted model's tombstone: its last batch sequence number (no worker "
            "applies a batch numbered up to it; its next batch is numbered after it)", DERIVED,
-           "DeleteModel (delete_begin.lua)", "HOLISTIC_DELETION_TOMBSTONE_S (7 days)"),
+           "DeleteModel, DeleteTenantData (delete_begin.lua)", "HOLISTIC_DELETION_TOMBSTONE_S (7 days)"),
     Stored("deleting", ("<model>",), "string", "a deletion of the model is under way: its submits are refused",
-           DERIVED, "DeleteModel (delete_begin.lua)",
+           DERIVED, "DeleteModel, DeleteTenantData (delete_begin.lua)",
            "until the deletion ends, at most 60 s after its last step"),
     Stored("memo", ("<family>", "<namespace>", "<digest>"), "string", "a value a family's replicas compute once "
            "between them (an embedding of a text, keyed by the text's digest)", DERIVED, "workers (shared_memo.py)",

@@ -237,18 +237,19 @@ def submits_wait_for_a_deletion_and_number_after_the_tombstone(gw, r: redis.Redi
 
 
 def test_a_submit_during_a_deletion_is_refused_and_the_next_one_numbered_after_it(make_gateway, r, monkeypatch):
-    """A deletion held before its last step (the names): the model's submit is UNAVAILABLE and writes nothing;
-    once the deletion ends, the next submit is accepted, numbered after the deleted batches."""
+    """A deletion held before it takes the model's batches off the streams: the model's submit is UNAVAILABLE
+    and writes nothing; once the deletion ends, the next submit is accepted, numbered after the deleted
+    batches."""
     gw = make_gateway(families=FAMILIES)
     reached, go = threading.Event(), threading.Event()
-    names = Deleter._names
+    entries = Deleter._entries
 
     async def held(self, *args):
         reached.set()
         await asyncio.get_running_loop().run_in_executor(None, go.wait, 30)
-        return await names(self, *args)
+        return await entries(self, *args)
 
-    monkeypatch.setattr(Deleter, "_names", held)
+    monkeypatch.setattr(Deleter, "_entries", held)
     with gw.client(max_attempts=1) as c:
         c.submit(preds("a", 1), batch_id="b1", model="gpt-x")
         c.submit(preds("b", 1), batch_id="b2", model="gpt-x")

@@ -1,4 +1,5 @@
-"""`holistic delete-model`: the admin command that deletes a model's data, after a confirmation."""
+"""`holistic delete-model` and `holistic delete-tenant`: the admin commands that delete a model's or a tenant's
+data, after a confirmation."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import click
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.client import ClientError
-from holistic_client.terminal import console, table, text
+from holistic_client.terminal import console, count, table, text
 
 yes_option = click.option("--yes", is_flag=True, help="Do not ask: delete at once (scripts).")
 
@@ -53,4 +54,22 @@ def delete_model(model: str, tenant: str, yes: bool, target: str, connect: Conne
     show_removed(reply.removed, f"deleted model {model}")
 
 
-COMMANDS = (delete_model,)
+@click.command("delete-tenant")
+@click.argument("tenant")
+@yes_option
+@target_option
+@token_option
+def delete_tenant(tenant: str, yes: bool, target: str, connect: Connect) -> None:
+    """Delete everything the service keeps of TENANT ("default" included), every model of it (needs an admin
+    token: HOLISTIC_ADMIN_TOKENS). Its tokens stay valid: revoke them in the token file."""
+    confirm(f"every model, prediction, statistic and key of tenant {tenant!r}", yes)
+    with connect(target) as client:
+        try:
+            reply = client.delete_tenant_data(tenant)
+        except ClientError as exc:
+            console(True).print(f"[red]error:[/red] {text(exc)}")
+            sys.exit(2)
+    show_removed(reply.removed, f"deleted tenant {tenant}: {count(len(reply.models), 'model')}")
+
+
+COMMANDS = (delete_model, delete_tenant)
