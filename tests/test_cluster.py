@@ -33,6 +33,7 @@ from tests.gateway.test_delete_model import (
     deletes_every_key_and_entry_of_the_model_and_nothing_else,
     submits_wait_for_a_deletion_and_number_after_the_tombstone,
 )
+from tests.gateway.test_delete_tenant import deletes_every_model_and_key_of_the_tenant_and_nothing_else, tenants
 from tests.gateway.test_request_bounds import (
     TENANTS,
     models_past_the_cap_are_refused,
@@ -306,3 +307,11 @@ def test_a_batch_numbered_before_a_deletion_and_queued_after_it_is_taken_back(
         assert traces_of(rc, "gpt-x") == []
         assert rc.get(Keys().deleted("gpt-x")) == b"2"
         assert c.submit([prediction("b")], batch_id="b2", model="gpt-x").sequence == 3
+
+
+def test_delete_tenant_data_on_a_cluster(rc, redis_cluster, make_gateway, make_settings):
+    """The tenant's models in their slots, its set and index in its own, the default tenant's set and index
+    in two more: the same answers as one Redis."""
+    overrides = _cluster(redis_cluster, "accuracy,efficiency")
+    gw = tenants(make_gateway, _workers(make_settings(**overrides)), rc, **overrides)
+    deletes_every_model_and_key_of_the_tenant_and_nothing_else(gw, rc)

@@ -14,17 +14,20 @@ from holistic_app.cli import main
 from holistic_client import ClientError
 from tests.conftest import drain
 from tests.deletion import traces_of
-from tests.gateway.test_delete_model import FAMILIES, own_keys, preds
+from tests.gateway.test_delete_model import FAMILIES, WorkerFactory, own_keys, preds
 
 A, B, DEFAULT, ADMIN = "team-a-token", "team-b-token", "default-token", "admin-token"
 TOKENS = f"team-a:sha256:{hash_token(A)},team-b:sha256:{hash_token(B)},{DEFAULT}"
 KEYS = Keys()
 
 
-def tenants(make_gateway, make_worker, r: redis.Redis):
+SETTINGS = {"families": FAMILIES, "tokens": TOKENS, "admin_tokens": f"ops:sha256:{hash_token(ADMIN)}"}
+
+
+def tenants(make_gateway, make_worker: WorkerFactory, r: redis.Redis, **overrides: object):
     """team-a: x (two batches, one with a group tag), y, and z, whose name a crashed cluster gateway never
     added to the tenant's set and index; team-b and the default tenant: an x each. All applied."""
-    gw = make_gateway(families=FAMILIES, tokens=TOKENS, admin_tokens=f"ops:sha256:{hash_token(ADMIN)}")
+    gw = make_gateway(**{**SETTINGS, **overrides})
     with gw.client(A) as a, gw.client(B) as b, gw.client(DEFAULT) as d:
         a.submit(preds("a", 2, groups={"lang": "en"}), batch_id="b1", model="x")
         a.submit(preds("b", 1), batch_id="b2", model="x")
@@ -40,7 +43,10 @@ def tenants(make_gateway, make_worker, r: redis.Redis):
 
 
 def test_delete_tenant_data_removes_every_model_and_key_of_the_tenant_and_nothing_else(make_gateway, make_worker, r):
-    gw = tenants(make_gateway, make_worker, r)
+    deletes_every_model_and_key_of_the_tenant_and_nothing_else(tenants(make_gateway, make_worker, r), r)
+
+
+def deletes_every_model_and_key_of_the_tenant_and_nothing_else(gw, r: redis.Redis) -> None:
     others = {m: own_keys(r, m) for m in ("team-b|x", "x")}
     with gw.client(ADMIN) as admin, gw.client(A) as a, gw.client(B) as b:
         reply = admin.delete_tenant_data("team-a")
