@@ -15,14 +15,18 @@ from click.testing import CliRunner
 
 from gateway.deletion import Deleter
 from holistic.keys import NEWEST_MINUTE, Keys
+from holistic.registry import installed
+from holistic.stored import INVENTORY, Inventory
 from holistic.tenants import hash_token
 from holistic.workqueue import WorkQueue, shard_of
 from holistic_app.cli import main
+from holistic_app.demo import SAMPLE
 from holistic_client import ClientError
+from holistic_client.jsonl import read_predictions
 from metric_services.middleware import Hooks
 from metric_services.runner import Worker
 from tests.conftest import drain
-from tests.deletion import traces_of
+from tests.deletion import ENTRY_ROWS, MODEL_ROWS, NAME_ROWS, traces_of
 from tests.factories import prediction
 
 FAMILIES = "accuracy,efficiency"
@@ -263,3 +267,25 @@ def test_a_submit_during_a_deletion_is_refused_and_the_next_one_numbered_after_i
         deleting.join(30)
         assert traces_of(r, "gpt-x") == []
         assert c.submit(preds("c", 1), batch_id="b3", model="gpt-x").sequence == 3
+
+
+def test_after_the_demo_nothing_of_a_deleted_model_is_left_in_any_key_family(make_gateway, make_worker, r):
+    """The demo's predictions (every task, perturbations and their instance state, groups, rankings, summaries)
+    scored by every installed family, one of its models dead-lettered once; the model deleted: the answer names
+    every key family that holds a model's data, and a walk of every key finds nothing of it."""
+    gw = make_gateway()
+    lines = [line for line in read_predictions(SAMPLE)][:1500]
+    with gw.client() as c:
+        assert not c.submit_lines(iter(lines), batch_size=250).rejected
+        drain(*(make_worker(name) for name in installed()))
+        c.submit(preds("late", 1), batch_id="late", model="atlas-70b")  # read by accuracy, then dead-lettered
+        ((_, [(entry, _)]),) = r.xreadgroup("accuracy", "test", {Keys().stream: ">"}, count=1)
+        assert WorkQueue(r, Keys()).deadletter("accuracy", entry.decode(), 1, "a test's dead letter")
+        before = {m: own_keys(r, m) for m in ("swift-8b", "gale-mix")}
+        removed = {x.key_family for x in c.delete_model("atlas-70b").removed}
+    inv = Inventory()
+    holding = {inv.label(row) for row in INVENTORY if row.builder in MODEL_ROWS - {"deleting"} | ENTRY_ROWS}
+    holding |= {inv.label(row) for row in INVENTORY if row.builder in NAME_ROWS and row.args == ("default",)}
+    assert holding == removed
+    assert traces_of(r, "atlas-70b") == []
+    assert {m: own_keys(r, m) for m in before} == before
