@@ -36,7 +36,7 @@ from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.redis_conn import RETRYABLE, pipelined
 from holistic.scripts import Scripts
 from holistic.settings import Settings
-from holistic.tenants import DEFAULT_TENANT, internal_model
+from holistic.tenants import DEFAULT_TENANT, internal_model, split_model
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest, SubmitPredictionsResponse
 from holistic.workqueue import shard_of
 
@@ -213,7 +213,7 @@ class Ingestor:
         batch_id = incoming.batch_id
         stream = keys.stream_for(shard_of(model, s.queue_shards))
         base_keys = [keys.ingest(model, batch_id), keys.sequence(model), keys.meta(model), keys.models(tenant), stream]
-        base_keys.append(keys.models_index(tenant))
+        base_keys += [keys.models_index(tenant), keys.deleted(model), keys.deleting(model)]
         base_args: list[Any] = [digest, s.idempotency_ttl_s, int(incoming.now * 1000), incoming.count, public]
         base_args += [envelope.VERSION, model, ",".join(families), incoming.raw, header.SerializeToString()]
         base_args.append(s.tenant_max_models)
@@ -223,13 +223,15 @@ class Ingestor:
             tag_keys, tag_args = self._tag_keys_args(model, tags) if tags else ([], [])
             reply, state = await self._run_submit(base_keys + tag_keys, base_args + tag_args)
             verdict = int(reply[0])
-            if verdict < 3 or verdict == 5 or exact:
+            if verdict < 3 or verdict >= 5 or exact:
                 break
             exact = True  # nothing was written (a group cap): name the field as the walk would
         if verdict == 2:
             raise _reused(batch_id, int(reply[1]))
         if verdict == 5:
             raise self._too_many_models(tenant, public, int(reply[1]))
+        if verdict == 6:
+            raise _being_deleted(public)
         if verdict >= 3:
             raise self._over_cap(model, tags, reply[1], reply[2] if verdict == 4 else None)
         _, seq, count, accept_ms = (int(x) for x in reply)
@@ -302,10 +304,13 @@ class Ingestor:
         workers apply once."""
         batch_id = incoming.batch_id
         ingest_key = self.keys.ingest(model, batch_id)
-        is_new, seq, stored, state, count, accept_ms = await self.scripts.ingest(
-            keys=[ingest_key, self.keys.sequence(model)],
+        reply = await self.scripts.ingest(
+            keys=[ingest_key, self.keys.sequence(model), self.keys.deleted(model), self.keys.deleting(model)],
             args=[digest, self.settings.idempotency_ttl_s, int(incoming.now * 1000), incoming.count],
         )
+        if int(reply[0]) < 0:
+            raise _being_deleted(public)
+        is_new, seq, stored, state, count, accept_ms = reply
         stored = stored.decode() if isinstance(stored, bytes) else stored
         state = state.decode() if isinstance(state, bytes) else state
         if not is_new and stored != digest:
@@ -318,10 +323,13 @@ class Ingestor:
             header.sequence = seq
             header.accept_time.FromMilliseconds(int(accept_ms))
             stream = self.keys.stream_for(shard_of(model, self.settings.queue_shards))
-            await self.r.xadd(stream, envelope.fields_for(model, seq, incoming.raw, header))  # type: ignore[arg-type]
-            await self.scripts.mark_queued(
+            entry_id = await self.r.xadd(stream, envelope.fields_for(model, seq, incoming.raw, header))  # type: ignore[arg-type]
+            counted = await self.scripts.mark_queued(
                 keys=[ingest_key, self.keys.meta(model)], args=["", ",".join(header.families)]
             )
+            if int(counted) < 0:  # the model was deleted since ingest.lua numbered the batch
+                await self.r.xdel(stream, entry_id)
+                raise _being_deleted(public)
         # On every answer, a retry's too: a crash after mark_queued must not leave the model unlisted.
         await self.r.sadd(self.keys.models(tenant), public)  # type: ignore[misc]
         await self.r.zadd(self.keys.models_index(tenant), {public: 0})
@@ -356,11 +364,14 @@ class Ingestor:
             return
         tag_keys, tag_args = self._tag_keys_args(model, tags)
         reply = await self.scripts.groups(
-            keys=[self.keys.ingest(model, incoming.batch_id), *tag_keys], args=[digest, *tag_args]
+            keys=[self.keys.ingest(model, incoming.batch_id), self.keys.deleting(model), *tag_keys],
+            args=[digest, *tag_args],
         )
         verdict = int(reply[0])
         if verdict in (0, 3):  # registered, or a retry
             return
+        if verdict == 5:
+            raise _being_deleted(split_model(model)[1])
         if verdict == 4:
             raise _reused(incoming.batch_id, int(reply[1]))
         if not exact:  # nothing was registered (the script is all or nothing): name it as the walk would
@@ -399,6 +410,10 @@ class Ingestor:
             why = f"value {value!r} would be distinct value number {s.max_group_values + 1} of group key "
             why += f"{key!r} for model {model!r}; at most {s.max_group_values} (HOLISTIC_MAX_GROUP_VALUES)"
         return InvalidArgument([FieldViolation(f"predictions[{i}].groups[{key!r}]", why)])
+
+
+def _being_deleted(public: str) -> Unavailable:
+    return Unavailable(f"model {public!r} is being deleted; retry once the deletion has ended (seconds)")
 
 
 def _reused(batch_id: str, seq: int) -> AlreadyExists:

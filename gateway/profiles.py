@@ -259,8 +259,9 @@ class ProfileReader:
     async def _index(self, tenant: str) -> None:
         """Add to the tenant's model index the names of its model set that it lacks: those accepted by
         gateways from before the index (once per tenant), or by a cluster gateway that died between its
-        SADD and its ZADD. Every submit writes both, and nothing removes a model. One indexing a tenant
-        at a time in this process; a second caller finds it done."""
+        SADD and its ZADD. Every submit writes both; a deletion (gateway/deletion.py) removes a name from
+        the set, then from the index. One indexing a tenant at a time in this process; a second caller
+        finds it done."""
         async with self._indexing.setdefault(tenant, asyncio.Lock()):
             indexed, total = await self._counts(tenant)
             if indexed >= total:

@@ -21,6 +21,7 @@ from redis.backoff import NoBackoff
 from gateway import wire_proof
 from gateway.auth import BearerAuth
 from gateway.backlog import BacklogMonitor
+from gateway.deletion import Deleter
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofWatch, check_strict
 from gateway.family_catalogue import FamilyCatalogue
@@ -77,10 +78,12 @@ class Gateway:
         s = self.settings
         self._ensure_groups()
         self.tokens = TokenStore(s.tokens, s.tokens_file)
+        self.admins = TokenStore(s.admin_tokens)
         if self.tokens.open:
             log.warning("=" * 72)
             log.warning(
-                "no HOLISTIC_TOKENS / HOLISTIC_TOKENS_FILE: the gateway is OPEN, any caller may submit and read"
+                "no HOLISTIC_TOKENS / HOLISTIC_TOKENS_FILE: the gateway is OPEN, any caller may submit and read%s",
+                "" if not self.admins.open else ", and delete",
             )
             log.warning("=" * 72)
         else:
@@ -120,9 +123,11 @@ class Gateway:
             wire_proof.warn_if_missing()
         ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.deployment, self.barrier, self.pinned)
         catalogue = FamilyCatalogue(self.deployment, lambda: self.backlog.per_family, self.families or load_family)
-        service = EvaluationService(ingestor, reader, self.hub, self.tokens, catalogue)
+        service = EvaluationService(
+            ingestor, reader, self.hub, self.tokens, Deleter(self.r, s), self.admins, catalogue=catalogue
+        )
         self.server = grpc.aio.server(
-            interceptors=[BearerAuth(self.tokens)],
+            interceptors=[BearerAuth(self.tokens, self.admins)],
             options=[
                 ("grpc.max_receive_message_length", s.max_message_bytes),
                 ("grpc.max_send_message_length", s.max_message_bytes),

@@ -1,4 +1,4 @@
-"""holistic.v1.EvaluationService: thin RPC handlers over ingest, profile reads and watches."""
+"""holistic.v1.EvaluationService: thin RPC handlers over ingest, profile reads, watches and deletions."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import redis
 
 from gateway import perturb, status, wire
 from gateway.auth import bearer_token
+from gateway.deletion import Deleter
 from gateway.family_catalogue import FamilyCatalogue
 from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader, WindowSpec
@@ -17,7 +18,7 @@ from gateway.validation import NAME_RE
 from gateway.watch import WatchHub
 from holistic.errors import FieldViolation, HolisticError, InvalidArgument
 from holistic.observability import BATCHES, PREDICTIONS, new_traceparent, valid_traceparent
-from holistic.tenants import DEFAULT_TENANT, TokenStore
+from holistic.tenants import DEFAULT_TENANT, TENANT_RE, TokenStore
 from holistic.v1 import evaluation_service_pb2 as es
 
 log = logging.getLogger("holistic.gateway")
@@ -31,6 +32,11 @@ def _check_model(model: str) -> None:
         raise InvalidArgument([FieldViolation("model", "is required")])
     if not NAME_RE.fullmatch(model):
         raise InvalidArgument([FieldViolation("model", "is not a valid model name")])
+
+
+def _check_tenant(tenant: str, field: str = "tenant") -> None:
+    if not TENANT_RE.fullmatch(tenant):
+        raise InvalidArgument([FieldViolation(field, f"is not a tenant name ({TENANT_RE.pattern})")])
 
 
 def _traceparent(context: grpc.aio.ServicerContext) -> str:
@@ -50,6 +56,8 @@ class EvaluationService:
         reader: ProfileReader,
         hub: WatchHub,
         tokens: TokenStore,
+        deleter: Deleter,
+        admins: TokenStore | None = None,
         catalogue: FamilyCatalogue | None = None,
     ) -> None:
         self.ingestor = ingestor
@@ -57,6 +65,8 @@ class EvaluationService:
         self.hub = hub
         self.tokens = tokens
         self.catalogue = catalogue
+        self.deleter = deleter
+        self.admins = admins if admins is not None else TokenStore()
 
     def _tenant(self, context: grpc.aio.ServicerContext) -> str:
         """The caller's tenant (the interceptor already refused unknown tokens)."""
@@ -138,6 +148,38 @@ class EvaluationService:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this gateway keeps no family catalogue")
         return await self.catalogue.list()  # type: ignore[union-attr]
 
+    def _admin(self, context: grpc.aio.ServicerContext) -> str:
+        """The admin's name, for the logs (the interceptor already refused anyone else)."""
+        return self.admins.tenant_of(bearer_token(context.invocation_metadata())) or "(open gateway)"
+
+    @status.unary
+    async def DeleteModel(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.DeleteModelResponse:
+        request = wire.parse(es.DeleteModelRequest, raw)
+        tenant = request.tenant or DEFAULT_TENANT
+        _check_model(request.model)
+        _check_tenant(tenant)
+        removed = await self.deleter.model(tenant, request.model)
+        log.info(
+            "deleted model=%s tenant=%s by admin=%s: %s", request.model, tenant, self._admin(context),
+            ", ".join(f"{r.key_family} {r.count}" for r in removed) or "nothing left to remove",
+            extra={"model": request.model, "tenant": tenant},
+        )  # fmt: skip
+        return es.DeleteModelResponse(removed=removed)
+
+    @status.unary
+    async def DeleteTenantData(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.DeleteTenantDataResponse:
+        request = wire.parse(es.DeleteTenantDataRequest, raw)
+        if not request.tenant:
+            raise InvalidArgument([FieldViolation("tenant", 'is required ("default" for the default tenant)')])
+        _check_tenant(request.tenant)
+        models, removed = await self.deleter.tenant(request.tenant)
+        log.info(
+            "deleted tenant=%s by admin=%s: %d models; %s", request.tenant, self._admin(context), len(models),
+            ", ".join(f"{r.key_family} {r.count}" for r in removed) or "nothing left to remove",
+            extra={"tenant": request.tenant},
+        )  # fmt: skip
+        return es.DeleteTenantDataResponse(models=models, removed=removed)
+
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
     """Like the generated add_*_to_server, except that requests arrive as bytes: gateway/wire.py parses them
@@ -174,6 +216,16 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
                 service.ListFamilies,
                 request_deserializer=None,
                 response_serializer=es.ListFamiliesResponse.SerializeToString,
+            ),
+            "DeleteModel": grpc.unary_unary_rpc_method_handler(
+                service.DeleteModel,
+                request_deserializer=None,
+                response_serializer=es.DeleteModelResponse.SerializeToString,
+            ),
+            "DeleteTenantData": grpc.unary_unary_rpc_method_handler(
+                service.DeleteTenantData,
+                request_deserializer=None,
+                response_serializer=es.DeleteTenantDataResponse.SerializeToString,
             ),
         },
     )

@@ -61,7 +61,9 @@ def to_status(exc: BaseException) -> status_pb2.Status:
         return status_pb2.Status(code=code_pb2.NOT_FOUND, message=str(exc))
     if isinstance(exc, Unauthenticated):
         return status_pb2.Status(code=code_pb2.UNAUTHENTICATED, message=str(exc))
-    if isinstance(exc, Unavailable | redis.ConnectionError | redis.TimeoutError | ConnectionError):
+    if isinstance(exc, Unavailable):
+        return status_pb2.Status(code=code_pb2.UNAVAILABLE, message=str(exc))
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError | ConnectionError):
         return status_pb2.Status(code=code_pb2.UNAVAILABLE, message=f"storage unavailable: {exc}")
     if isinstance(exc, HolisticError):
         return status_pb2.Status(code=code_pb2.FAILED_PRECONDITION, message=str(exc))

@@ -60,7 +60,7 @@ class Backpressure(HolisticError):
 
 
 class Unavailable(HolisticError):
-    """Redis is unreachable."""
+    """Nothing can take the call now (no family deployed, the model being deleted); a retry may succeed."""
 
 
 class Unauthenticated(HolisticError):

@@ -6,7 +6,16 @@ dead letters, `{m:<model>}` for everything of one model. Names never get built i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def glob_escape(text: str) -> str:
+    """text matched literally in a SCAN MATCH pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
+
 
 # The field of a model's meta hash holding the epoch minute of its newest prediction (produced_at, else
 # accept time) that a worker applied: where the data is when a window is empty.
@@ -99,6 +108,26 @@ class Keys:
     def updates(self, model: str) -> str:
         """STREAM (capped, no group): one entry per applied batch, for WatchProfile."""
         return f"{self._model(model)}:updates"
+
+    def deleted(self, model: str) -> str:
+        """STRING with a TTL, the tombstone of a deleted model: the last batch sequence number it had.
+        apply.lua merges no batch numbered up to it (one a worker read before the deletion), and the
+        model's next batch is numbered after it (holistic/lua/deletion.lua)."""
+        return f"{self._model(model)}:deleted"
+
+    def deleting(self, model: str) -> str:
+        """STRING with a short TTL: a deletion of the model is under way; its submits are refused."""
+        return f"{self._model(model)}:deleting"
+
+    # --- SCAN patterns (not keys: no row in holistic/stored.py) -------------------------------------
+    def model_keys_glob(self, models: str) -> str:
+        """Every key of the models whose names match the glob `models` (glob_escape one name)."""
+        return f"{self.prefix}:{{m:{models}}}:*"
+
+    def tenant_keys_glob(self, tenant: str) -> str:
+        """Every key under a tenant's hash tag (its rate counters; a tenant but the default's model set and
+        index too) for the tenants matching the glob `tenant`."""
+        return f"{self.prefix}:{{t:{tenant}}}:*"
 
     # --- shared between a family's replicas ---------------------------------------------------
     def memo(self, family: str, namespace: str, digest: bytes) -> str:

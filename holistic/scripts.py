@@ -7,11 +7,19 @@ from pathlib import Path
 from typing import Any
 
 LUA_DIR = Path(__file__).parent / "lua"
-NAMES = ("ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "submit", "clock")
+NAMES = (
+    "ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "submit", "clock",
+    "delete_begin",
+)  # fmt: skip
 
 
 # shared functions, put before the script (after its `#!lua flags=` line, which must stay the first)
-PRELUDES = {"groups": ("group_caps",), "submit": ("group_caps", "accepted"), "mark_queued": ("accepted",)}
+PRELUDES = {
+    "groups": ("group_caps",),
+    "submit": ("group_caps", "accepted", "deletion"),
+    "mark_queued": ("accepted",),
+    "ingest": ("deletion",),
+}
 
 
 @cache
@@ -37,3 +45,4 @@ class Scripts:
         self.groups = client.register_script(source("groups"))
         self.aof_state = client.register_script(source("aof_state"))
         self.submit = client.register_script(source("submit"))
+        self.delete_begin = client.register_script(source("delete_begin"))

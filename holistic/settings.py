@@ -63,6 +63,13 @@ class Settings(BaseSettings):
         repr=False,
     )
     tokens_file: Path | None = Field(default=None, description="More entries, one per line; re-read on change.")
+    admin_tokens: str = Field(
+        default="",
+        description="Admin token entries, as HOLISTIC_TOKENS's (<name>:sha256:<hex>, the name for the logs): only "
+        "they may call the admin RPCs (DeleteModel, DeleteTenantData), and only those. Unset: no one may, unless "
+        "the gateway is open (no tokens at all).",
+        repr=False,
+    )
     tls_cert: Path | None = Field(default=None, description="Gateway certificate chain (PEM): serve TLS.")
     tls_key: Path | None = Field(default=None, description="Gateway private key (PEM).")
     tls_client_ca: Path | None = Field(default=None, description="CA for client certificates: mutual TLS.")
@@ -186,6 +193,12 @@ class Settings(BaseSettings):
         default=2 * 86_400, ge=3600, description="Per-instance state (perturbation joins) lives TTL to TTL + 1 day."
     )
     instance_cap: int = Field(default=1_000_000, ge=1, description="Live instances per model and family.")
+    deletion_tombstone_s: int = Field(
+        default=7 * 86_400,
+        ge=3600,
+        description="How long a deleted model's tombstone lives (docs/data-lifecycle.md): no worker applies a batch "
+        "of the model read before its deletion for this long; longer than any entry stays unacknowledged.",
+    )
     tenant_max_models: int = Field(
         default=100_000, ge=1, description="Distinct models per tenant (ingest): each keeps its own statistics."
     )

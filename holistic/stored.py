@@ -91,6 +91,12 @@ INVENTORY: tuple[Stored, ...] = (
            "the gateway (group_caps.lua)", "for as long as the service runs"),
     Stored("updates", ("<model>",), "stream", "one entry per applied batch (family, sequence, count): what "
            "WatchProfile wakes on", DERIVED, "workers (apply.lua)", "capped (XADD MAXLEN ~)"),
+    Stored("deleted", ("<model>",), "string", "a deleted model's tombstone: its last batch sequence number (no worker "
+           "applies a batch numbered up to it; its next batch is numbered after it)", DERIVED,
+           "DeleteModel, DeleteTenantData (delete_begin.lua)", "HOLISTIC_DELETION_TOMBSTONE_S (7 days)"),
+    Stored("deleting", ("<model>",), "string", "a deletion of the model is under way: its submits are refused",
+           DERIVED, "DeleteModel, DeleteTenantData (delete_begin.lua)",
+           "until the deletion ends, at most 60 s after its last step"),
     Stored("memo", ("<family>", "<namespace>", "<digest>"), "string", "a value a family's replicas compute once "
            "between them (an embedding of a text, keyed by the text's digest)", DERIVED, "workers (shared_memo.py)",
            "the family's memo TTL (summarization: HOLISTIC_SUMMARIZATION_SHARED_CACHE_S, 900 s)"),
@@ -109,9 +115,28 @@ class Inventory:
     def _patterns(self) -> list[tuple[re.Pattern[str], Stored]]:
         return [(row.pattern(self.keys), row) for row in INVENTORY]
 
-    def describe(self, key: str) -> Stored | None:
+    def _match(self, key: str) -> tuple[re.Match[str], Stored] | None:
         """The most specific row whose pattern matches the whole key (literal text beats a placeholder)."""
-        found = [(p, row) for p, row in self._patterns if p.fullmatch(key)]
+        found = [(p, m, row) for p, row in self._patterns if (m := p.fullmatch(key))]
         if not found:
             return None
-        return max(found, key=lambda pr: len(pr[0].pattern.replace("(.+)", "")))[1]
+        _, match, row = max(found, key=lambda pmr: len(pmr[0].pattern.replace("(.+)", "")))
+        return match, row
+
+    def describe(self, key: str) -> Stored | None:
+        """The row that describes the key, or None."""
+        found = self._match(key)
+        return found[1] if found else None
+
+    def model_of(self, key: str) -> str | None:
+        """The (stored) model a key belongs to, when its row is one of a model's."""
+        found = self._match(key)
+        if found is None or "<model>" not in found[1].args:
+            return None
+        match, row = found
+        slots = [a for a in row.args if a.startswith("<")]
+        return match.group(slots.index("<model>") + 1)
+
+    def label(self, row: Stored) -> str:
+        """The row's key family as the storage reference writes it (placeholders as <name>)."""
+        return row.example(self.keys)

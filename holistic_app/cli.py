@@ -20,6 +20,7 @@ from holistic_app.integrations_cli import COMMANDS as INTEGRATION_COMMANDS
 from holistic_app.models_cli import models as models_group
 from holistic_client.cli import COMMANDS, target_option
 from holistic_client.compare_cli import compare_command
+from holistic_client.delete_cli import COMMANDS as DELETE_COMMANDS
 from holistic_client.report_cli import report_command
 from holistic_client.terminal import console, table, text
 
@@ -226,16 +227,18 @@ def tokens() -> None:
 
 @tokens.command("new")
 @click.argument("tenant")
-def tokens_new(tenant: str) -> None:
+@click.option("--admin", is_flag=True, help="An admin token (deletions) named TENANT, for HOLISTIC_ADMIN_TOKENS.")
+def tokens_new(tenant: str, admin: bool) -> None:
     """Print a new random token for TENANT, and the line to add to HOLISTIC_TOKENS(_FILE)."""
     from holistic.tenants import TENANT_RE, hash_token, new_token
 
     if not TENANT_RE.fullmatch(tenant):
-        err.print(f"[red]error:[/red] a tenant name must match {TENANT_RE.pattern}")
+        err.print(f"[red]error:[/red] a {'name' if admin else 'tenant name'} must match {TENANT_RE.pattern}")
         sys.exit(2)
     token = new_token()
-    click.echo(f"token (give it to the tenant; it is not stored):  {token}")
-    click.echo(f"entry (add it to HOLISTIC_TOKENS_FILE):           {tenant}:sha256:{hash_token(token)}")
+    who, where = ("the admin", "HOLISTIC_ADMIN_TOKENS") if admin else ("the tenant", "HOLISTIC_TOKENS_FILE")
+    click.echo(f"token (give it to {who}; it is not stored):".ljust(50) + f"{token}")
+    click.echo(f"entry (add it to {where}):".ljust(50) + f"{tenant}:sha256:{hash_token(token)}")
 
 
 @main.group()
@@ -334,7 +337,7 @@ def perturb(infile: Path, outfile: Path, with_: str, seed: int | None, variants_
     click.echo(f"{len(lines):,} predictions -> {variants:,} variants ({unchanged:,} unchanged, left out) in {outfile}")
 
 
-for _command in (*COMMANDS, compare_command, report_command):
+for _command in (*COMMANDS, compare_command, report_command, *DELETE_COMMANDS):
     if _command.name != "models":  # wrapped by the classifier-models group below
         main.add_command(_command)
 main.add_command(models_group)

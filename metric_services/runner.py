@@ -1,6 +1,7 @@
 """The one worker loop every metric family runs in; a family only brings compute and fold.
 
-Per read: skip what is already applied (done bit), compute partial statistics, run apply.lua
+Per read: skip what is already applied (done bit) or of a model deleted since (its tombstone,
+gateway/deletion.py; apply.lua checks both again, atomically), compute partial statistics, run apply.lua
 (merge once per (model, family, seq); the read's batches of one model in one script, see
 metric_services/work.py), then XACK. Apply-then-ack plus an idempotent apply means
 a crash anywhere counts every prediction exactly once. An entry whose compute raises on every
@@ -122,6 +123,9 @@ class Worker:
         # per model, the newest minute an apply of this process raised its meta's NEWEST_MINUTE to: only
         # a newer one is sent (under steady traffic about once a minute)
         self._newest: dict[str, int] = {}
+        # per model, its tombstone's number (None: none) when this process last looked, and since when it
+        # remembers what it wrote of the model (_recorded, _newest): see _remember
+        self._tombstones: dict[str, tuple[int | None, float]] = {}
 
     def signature_of(self, model: str, redaction: str = "") -> tuple[str, bytes]:
         """This worker's signature for `model`: its id (the statistics count predictions under it) and
@@ -277,6 +281,9 @@ class Worker:
             return False
         if e.is_for(self.group) is False:
             return True
+        through = self.r.get(self.keys.deleted(e.model))
+        if through is not None and e.seq <= int(through):  # the model was deleted since
+            return True
         return bool(self.r.getbit(self.keys.done(e.model, self.group), e.seq))
 
     # --- one read ---------------------------------------------------------------------------
@@ -289,11 +296,19 @@ class Worker:
                 parsed.append((entry_id, env_mod.parse(entry_id, fields)))
             except env_mod.BadEntry as exc:
                 self._give_up(queue, entry_id, f"unreadable entry: {exc}")
+        deleted: dict[str, int | None] = {}  # per model, its tombstone's number (None: none)
         if parsed:
             pipe = self.r.pipeline(transaction=False)
             for _, e in parsed:
                 pipe.getbit(self.keys.done(e.model, self.group), e.seq)
-            bits = pipe.execute()
+            models = list(dict.fromkeys(e.model for _, e in parsed))
+            for model in models:
+                pipe.get(self.keys.deleted(model))
+            replies = pipe.execute()
+            bits = replies[: len(parsed)]
+            for model, through in zip(models, replies[len(parsed) :], strict=True):
+                deleted[model] = None if through is None else int(through)
+                self._remember(model, deleted[model])
         work: list[Work] = []
         skipped = 0
         seen: set[tuple[str, int]] = set()
@@ -301,7 +316,9 @@ class Worker:
             if e.is_for(self.group) is False:  # another family's, known without decoding it
                 done_ids.append(entry_id)
                 continue
-            if bit or (e.model, e.seq) in seen:  # applied before, or a re-added copy in this read
+            # applied before, a re-added copy in this read, or of a model deleted since it was accepted
+            through = deleted[e.model]
+            if bit or (e.model, e.seq) in seen or (through is not None and e.seq <= through):
                 done_ids.append(entry_id)
                 skipped += 1
                 continue
@@ -340,6 +357,19 @@ class Worker:
         for m in self.middleware:
             m.before_ack(self, batch_ids)
         queue.ack(self.group, done_ids + [w.entry_id for w in work])
+
+    def _remember(self, model: str, through: int | None) -> None:
+        """Forget what this process wrote of `model` (its signature, its newest minute: they were deleted with
+        it) when its tombstone changed since the last look, or, in case a deletion's tombstone came and
+        expired unseen, after half a tombstone's lifetime."""
+        now = time.monotonic()
+        known = self._tombstones.get(model)
+        if known is not None and known[0] == through and now - known[1] < self.settings.deletion_tombstone_s / 2:
+            return
+        if known is not None:
+            self._recorded = {k for k in self._recorded if k[0] != model}
+            self._newest.pop(model, None)
+        self._tombstones[model] = (through, now)
 
     def _compute(self, queue: WorkQueue, entry_id: str, e: env_mod.Entry) -> Work | object | None:
         """The batch's partial statistics; _NOT_MINE for another family's; None if dead-lettered."""

@@ -120,7 +120,7 @@ def apply_args(
         tiers[key] = (seconds, total if len(parts) == len(stamped) else _summed(parts))
     if stamped:
         tiers[keys.stats(model, family, "all")] = (0, total)
-    out_keys = [keys.done(model, family), keys.updates(model)] + ([w.stream] if w.stream else [])
+    out_keys = [keys.done(model, family), keys.updates(model), keys.deleted(model)] + ([w.stream] if w.stream else [])
     batches = w.batches
     args: list[Any] = [
         " ".join(str(b.entry.seq) for b in batches), UPDATES_MAXLEN, family, " ".join(str(b.n) for b in batches),

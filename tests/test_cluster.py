@@ -16,15 +16,24 @@ import redis
 from click.testing import CliRunner
 from redis.cluster import RedisCluster
 
+from holistic import envelope
 from holistic.janitor import sweep
 from holistic.keys import Keys
 from holistic.redis_conn import sync_client
 from holistic.v1 import prediction_pb2 as pb
 from holistic.workqueue import WorkQueue, shard_of
 from holistic_app.cli import main
+from holistic_client import ClientError
 from metric_services.runner import Worker
 from tests.conftest import drain
+from tests.deletion import traces_of
 from tests.factories import prediction
+from tests.gateway.test_delete_model import (
+    a_batch_read_before_the_deletion_brings_nothing_back,
+    deletes_every_key_and_entry_of_the_model_and_nothing_else,
+    submits_wait_for_a_deletion_and_number_after_the_tombstone,
+)
+from tests.gateway.test_delete_tenant import deletes_every_model_and_key_of_the_tenant_and_nothing_else, tenants
 from tests.gateway.test_request_bounds import (
     TENANTS,
     models_past_the_cap_are_refused,
@@ -240,3 +249,69 @@ def test_watches_of_models_in_different_slots_share_the_feed_loop(rc, redis_clus
         for t in threads:
             t.join(20)
     assert seen == {m: [1, 3] for m in models}
+
+
+def _cluster(redis_cluster, families: str) -> dict[str, object]:
+    return {"redis_url": redis_cluster[0], "redis_cluster": True, "queue_shards": SHARDS, "families": families}
+
+
+def _workers(settings):
+    def make(family: str, **kwargs):
+        return Worker(family, settings, sync_client(settings), **kwargs)
+
+    return make
+
+
+def test_delete_model_on_a_cluster_leaves_nothing_of_it(rc, redis_cluster, make_gateway, make_settings):
+    """The same deletion, the same answer as on one Redis: the model's keys in its slot, its entries on its
+    shard's stream and dead letters (another node), its name in the default tenant's set and index."""
+    overrides = _cluster(redis_cluster, "accuracy,efficiency")
+    gw = make_gateway(**overrides)
+    deletes_every_key_and_entry_of_the_model_and_nothing_else(gw, _workers(make_settings(**overrides)), rc)
+
+
+def test_a_batch_in_flight_on_a_cluster_brings_nothing_back(rc, redis_cluster, make_gateway, make_settings):
+    """On a cluster apply.lua cannot see the stream (another slot): the tombstone alone refuses the batch."""
+    overrides = _cluster(redis_cluster, "accuracy")
+    gw = make_gateway(**overrides)
+    a_batch_read_before_the_deletion_brings_nothing_back(gw, _workers(make_settings(**overrides)), rc)
+
+
+def test_submits_wait_for_a_deletion_on_a_cluster(rc, redis_cluster, make_gateway):
+    submits_wait_for_a_deletion_and_number_after_the_tombstone(make_gateway(**_cluster(redis_cluster, "accuracy")), rc)
+
+
+def test_a_batch_numbered_before_a_deletion_and_queued_after_it_is_taken_back(
+    rc, redis_cluster, make_gateway, monkeypatch
+):
+    """A cluster's submit numbers its batch (ingest.lua), then another gateway deletes the model whole, then
+    the submit adds the batch to the stream: mark_queued.lua finds its ingest record gone, so the gateway takes
+    the entry off the stream again and answers UNAVAILABLE. Nothing of the model is left; the retry is numbered
+    after the deleted batches."""
+    overrides = _cluster(redis_cluster, "accuracy")
+    gw, admin = make_gateway(**overrides), make_gateway(**overrides)
+    fields_for = envelope.fields_for
+
+    def deleted_meanwhile(*args, **kwargs):
+        with admin.client() as a:
+            assert a.delete_model("gpt-x").removed
+        return fields_for(*args, **kwargs)
+
+    with gw.client(max_attempts=1) as c:
+        c.submit([prediction("a")], batch_id="b1", model="gpt-x")
+        monkeypatch.setattr(envelope, "fields_for", deleted_meanwhile)
+        with pytest.raises(ClientError) as exc:
+            c.submit([prediction("b")], batch_id="b2", model="gpt-x")
+        assert exc.value.code.name == "UNAVAILABLE" and "is being deleted" in exc.value.message
+        monkeypatch.undo()
+        assert traces_of(rc, "gpt-x") == []
+        assert rc.get(Keys().deleted("gpt-x")) == b"2"
+        assert c.submit([prediction("b")], batch_id="b2", model="gpt-x").sequence == 3
+
+
+def test_delete_tenant_data_on_a_cluster(rc, redis_cluster, make_gateway, make_settings):
+    """The tenant's models in their slots, its set and index in its own, the default tenant's set and index
+    in two more: the same answers as one Redis."""
+    overrides = _cluster(redis_cluster, "accuracy,efficiency")
+    gw = tenants(make_gateway, _workers(make_settings(**overrides)), rc, **overrides)
+    deletes_every_model_and_key_of_the_tenant_and_nothing_else(gw, rc)

@@ -39,6 +39,7 @@ COALESCE_TESTS = ["tests/metric_services/test_coalesce.py"]
 MEMO_TESTS = ["tests/holistic/test_shared_memo.py"]
 MODEL_CAP_TESTS = ["tests/gateway/test_request_bounds.py"]
 LIST_MODELS_TESTS = ["tests/gateway/test_read_bounds.py", "tests/gateway/test_list_models_pages.py"]
+DELETE_TESTS = ["tests/gateway/test_delete_model.py"]
 JSONLINE = "clients/python/holistic_client/_jsonline.c"
 JSONLINE_TESTS = ["tests/clients/test_json_wire.py", "tests/clients/test_prediction_json.py"]
 MINUTES = "metric_services/_minutes.c"
@@ -201,7 +202,7 @@ MUTANTS = [
     Mutant("ingest-raw-digest", "gateway/ingest.py", "hashlib.sha256(deterministic)",
            "hashlib.sha256(raw)", SUBMIT_TESTS, "idempotency compares wire bytes, not content"),
     Mutant("mark-queued-twice", "holistic/lua/mark_queued.lua",
-           "if redis.call('HGET', KEYS[1], 'state') ~= 'reserved' then return 0 end\n", "",
+           "if state ~= 'reserved' then return 0 end\n", "",
            SUBMIT_TESTS, "a re-added batch is counted as accepted twice"),
     Mutant("submit-requeues", "holistic/lua/submit.lua",
            "  if known[3] ~= 'reserved' then return", "  if false then return",
@@ -438,6 +439,30 @@ MUTANTS = [
            LIST_MODELS_TESTS, "each page starts again with the last model of the page before"),
     Mutant("list-models-never-indexed", "gateway/profiles.py", "if indexed >= total:", "if True:",
            LIST_MODELS_TESTS, "models accepted before the index existed are never listed"),
+    Mutant("apply-resurrects-deleted", "holistic/lua/apply.lua",
+           "if tonumber(seq) <= tonumber(deleted) then return not_now end", "",
+           DELETE_TESTS, "a batch read before its model's deletion brings the model back when applied after it"),
+    Mutant("worker-remembers-deleted", "metric_services/runner.py",
+           "self._recorded = {k for k in self._recorded if k[0] != model}", "pass",
+           DELETE_TESTS, "a re-created model's statistics have no signature: the worker thinks it wrote it"),
+    Mutant("seq-restarts-after-deletion", "holistic/lua/deletion.lua", "if through > 0 then", "if false then",
+           DELETE_TESTS, "a deleted model's next batch shares its number (and done bit) with one read before"),
+    Mutant("submit-ignores-deletion", "holistic/lua/submit.lua",
+           "if redis.call('EXISTS', KEYS[8]) == 1 then return {6} end", "",
+           DELETE_TESTS, "a batch accepted while its model is deleted is half deleted"),
+    Mutant("deletion-unlocked", "holistic/lua/delete_begin.lua", "redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])",
+           "", DELETE_TESTS, "a batch accepted while its model is deleted is half deleted"),
+    Mutant("ingest-ignores-deletion", "holistic/lua/ingest.lua",
+           "if redis.call('EXISTS', KEYS[4]) == 1 then return {-1} end", "", CLUSTER_TESTS,
+           "a cluster accepts a batch while its model is deleted"),
+    Mutant("groups-ignore-deletion", "holistic/lua/groups.lua",
+           "if redis.call('EXISTS', KEYS[2]) == 1 then return {5} end", "", CLUSTER_TESTS,
+           "a cluster registers the group tags of a batch it refuses while its model is deleted"),
+    Mutant("cluster-keeps-late-entry", "holistic/lua/mark_queued.lua", "if not state then return -1 end", "",
+           CLUSTER_TESTS, "a batch numbered before its model's deletion and queued after it stays on the stream"),
+    Mutant("deletion-keeps-stream-entries", "gateway/deletion.py",
+           "removed[row] += int(await self.r.xdel(stream, *ids))", "pass",
+           DELETE_TESTS, "a deleted model's batches stay on the work stream, raw text and all"),
 ]  # fmt: skip
 
 

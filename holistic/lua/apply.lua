@@ -3,8 +3,9 @@
 -- (and acknowledged) so the janitor can trim the stream and free memory.
 -- Merge the partial statistics of one or more batches of one model for one family, once per
 -- (model, family, seq).
--- KEYS[1] done bitmap   KEYS[2] updates stream   KEYS[3] the work stream, when ARGV[5] is not ''
--- then the statistics (and instance-state) hashes
+-- KEYS[1] done bitmap   KEYS[2] updates stream   KEYS[3] the model's tombstone (holistic/keys.py
+-- `deleted`)   KEYS[4] the work stream, when ARGV[5] is not ''   then the statistics (and
+-- instance-state) hashes
 -- ARGV[1] the batches' seqs, space separated   ARGV[2] updates maxlen   ARGV[3] family
 -- ARGV[4] predictions in each batch, space separated
 -- ARGV[5] the entries' ids on the work stream, space separated: applied only while every one is
@@ -30,8 +31,10 @@
 -- the merge itself. Sums are doubles written with 17 significant digits, so they read back exactly.
 -- Every new value is computed before anything is written: a bad value (a sum that overflows to
 -- infinity) fails the script with nothing written and the done bit unset.
--- Returns 1 when applied; when a bit was already set (a redelivery or a replay) or an entry is not
--- pending here: 0 for one batch, -2 for several (nothing written: the caller applies them one by one).
+-- Returns 1 when applied; when a bit was already set (a redelivery or a replay), an entry is not
+-- pending here, or a batch is numbered up to the tombstone's number (read before the model was deleted:
+-- applying it would bring the model back): 0 for one batch, -2 for several (nothing written: the caller
+-- applies them one by one).
 local CHUNK = 2000 -- arguments per HMGET/HSET call: unpack is bounded by Lua's C stack
 -- histograms (see hist_add_bins): merged once the chunks reach HIST_LINES times the base, or MOST_CHUNKS
 -- of them (a hash's field count stays bounded); field <F># holds the meta, <F>+k the k-th chunk
@@ -44,12 +47,18 @@ local function words(text)
 end
 local seqs, counts = words(ARGV[1]), words(ARGV[4])
 local not_now = #seqs > 1 and -2 or 0
-local first = 3
+local first = 4
 if ARGV[5] ~= '' then
-  first = 4
+  first = 5
   for _, id in ipairs(words(ARGV[5])) do
-    local pending = redis.pcall('XPENDING', KEYS[3], ARGV[3], id, id, 1)  -- errs if no stream or group
+    local pending = redis.pcall('XPENDING', KEYS[4], ARGV[3], id, id, 1)  -- errs if no stream or group
     if pending.err or #pending == 0 then return not_now end
+  end
+end
+local deleted = redis.call('GET', KEYS[3])
+if deleted then
+  for _, seq in ipairs(seqs) do
+    if tonumber(seq) <= tonumber(deleted) then return not_now end  -- read before the model was deleted
   end
 end
 for _, seq in ipairs(seqs) do

@@ -7,21 +7,24 @@
 -- came: joining them with anything would make Lua build and hash another string of their size.
 -- KEYS[1] ingest hash (model, batch_id)   KEYS[2] per-model sequence counter   KEYS[3] model meta hash
 -- KEYS[4] the tenant's model set   KEYS[5] work stream   KEYS[6] the tenant's model index (a ZSET of the
--- same names, all scored 0: ListModels pages through it in name order)   KEYS[7] the model's set of group
--- keys   KEYS[8..] per group key, the set of its values (KEYS[7..] only when the batch carries tags)
+-- same names, all scored 0: ListModels pages through it in name order)   KEYS[7] the model's tombstone
+-- KEYS[8] its deletion lock   KEYS[9] the model's set of group keys   KEYS[10..] per group key, the set of
+-- its values (KEYS[9..] only when the batch carries tags)
 -- ARGV[1] content sha256   ARGV[2] ttl seconds   ARGV[3] accept time (ms)   ARGV[4] predictions
 -- ARGV[5] the public model name, added to KEYS[4] and KEYS[6]   ARGV[6] envelope version   ARGV[7] internal model
 -- ARGV[8] families (comma separated)   ARGV[9] the request's bytes (e)   ARGV[10] the encoded header
 -- without fields 100 and 101 (h)   ARGV[11] the most models the tenant may have (HOLISTIC_TENANT_MAX_MODELS)
--- ARGV[12] max group keys   ARGV[13] max values per key   then per KEYS[8..]: key name, value count, values
+-- ARGV[12] max group keys   ARGV[13] max values per key   then per KEYS[10..]: key name, value count, values
 -- Returns {0, seq, n, ms} queued now as a new batch; {1, seq, n, ms} a known batch_id with this content
 -- (a retry: the earlier answer; one reserved by an older gateway's first step is queued now, once);
 -- {2, seq} a known batch_id with other content; {3, key} key would pass the key cap; {4, key, value}
 -- value would pass its key's value cap; {5, count} a new model would pass the tenant's model cap (3, 4
--- and 5 write nothing; a known batch_id is never refused by a cap: it was accepted under them).
+-- and 5 write nothing; a known batch_id is never refused by a cap: it was accepted under them); {6} while
+-- the model is being deleted (nothing written: gateway/deletion.py).
 -- No allow-oom: at maxmemory the first write (SADD) is refused and nothing is written (backpressure).
--- over_cap and register_tags: group_caps.lua; count_accepted: accepted.lua (holistic/scripts.py puts
--- both before this script).
+-- over_cap and register_tags: group_caps.lua; count_accepted: accepted.lua; next_seq: deletion.lua
+-- (holistic/scripts.py puts them before this script).
+if redis.call('EXISTS', KEYS[8]) == 1 then return {6} end
 local known = redis.call('HMGET', KEYS[1], 'seq', 'hash', 'state', 'n', 'ms')
 local seq, n, ms = nil, ARGV[4], ARGV[3]
 if known[1] then
@@ -31,8 +34,8 @@ if known[1] then
 else
   local models = redis.call('SCARD', KEYS[4])
   if models >= tonumber(ARGV[11]) and redis.call('SISMEMBER', KEYS[4], ARGV[5]) == 0 then return {5, models} end
-  if #KEYS > 6 then
-    local over = over_cap(7, 14, tonumber(ARGV[12]), tonumber(ARGV[13]))
+  if #KEYS > 8 then
+    local over = over_cap(9, 14, tonumber(ARGV[12]), tonumber(ARGV[13]))
     if over then return {2 + #over, over[1], over[2]} end
   end
 end
@@ -42,8 +45,8 @@ redis.call('ZADD', KEYS[6], 0, ARGV[5])  -- every time: it also indexes a model 
 if seq then
   redis.call('HSET', KEYS[1], 'state', 'queued')
 else
-  register_tags(7, 14)
-  seq = redis.call('INCR', KEYS[2])
+  register_tags(9, 14)
+  seq = next_seq(KEYS[2], KEYS[7])
   redis.call('HSET', KEYS[1], 'seq', seq, 'hash', ARGV[1], 'state', 'queued', 'n', n, 'ms', ms)
   redis.call('EXPIRE', KEYS[1], ARGV[2])
 end

@@ -25,7 +25,8 @@ class Middleware(Protocol):
         """Applied, not yet acknowledged (a crash here redelivers batches already applied)."""
 
     def after_skip(self, worker: Worker, count: int) -> None:
-        """Entries applied before (done bit) were acknowledged without work."""
+        """Entries applied before (done bit), or of a model deleted since (its tombstone), were acknowledged
+        without work."""
 
     def after_claim(self, worker: Worker, entry_id: str) -> None:
         """A crashed consumer's entry was claimed."""

@@ -141,7 +141,8 @@ def test_reserved_but_not_queued_batch_is_re_added_with_same_sequence(client, r,
     import hashlib
 
     digest = hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
-    Scripts(r).ingest(keys=[KEYS.ingest("m1", "b-1"), KEYS.sequence("m1")], args=[digest, 600, 1_000, 2])
+    keys = [KEYS.ingest("m1", "b-1"), KEYS.sequence("m1"), KEYS.deleted("m1"), KEYS.deleting("m1")]
+    Scripts(r).ingest(keys=keys, args=[digest, 600, 1_000, 2])
     assert r.xlen(KEYS.stream) == 0
     reply = client.submit(batch(2), batch_id="b-1", model="m1")
     assert reply.duplicate and reply.sequence == 1
@@ -217,7 +218,7 @@ def _submit_script(r, batch_id: str, digest: str = "d1", ms: int = 1_700_000_000
     """submit.lua called as the gateway calls it on one Redis (no group tags)."""
     request = es.SubmitPredictionsRequest(batch_id=batch_id, predictions=batch(3)).SerializeToString()
     keys = [KEYS.ingest("m1", batch_id), KEYS.sequence("m1"), KEYS.meta("m1"), KEYS.models(), KEYS.stream_for(0)]
-    keys.append(KEYS.models_index())
+    keys += [KEYS.models_index(), KEYS.deleted("m1"), KEYS.deleting("m1")]
     header = BatchEnvelope(batch_id=batch_id, model="m1", families=["accuracy"]).SerializeToString()
     args = [digest, 600, ms, 3, "m1", envelope.VERSION, "m1", "accuracy", request, header, 100_000]
     return [int(x) for x in Scripts(r).submit(keys=keys, args=args)], (request, header)
@@ -256,7 +257,8 @@ def test_submit_script_adds_and_counts_a_batch_once(r):
     assert r.zrange(KEYS.models_index(), 0, -1, withscores=True) == [(b"m1", 0)]
     meta = r.hgetall(KEYS.meta("m1"))
     assert meta[b"accepted_predictions"] == b"3" and meta[b"accepted_batches"] == b"1"
-    Scripts(r).ingest(keys=[KEYS.ingest("m1", "b-2"), KEYS.sequence("m1")], args=["d2", 600, 1_000, 3])
+    ingest_keys = [KEYS.ingest("m1", "b-2"), KEYS.sequence("m1"), KEYS.deleted("m1"), KEYS.deleting("m1")]
+    Scripts(r).ingest(keys=ingest_keys, args=["d2", 600, 1_000, 3])
     assert _submit_script(r, "b-2", digest="d2", ms=9_000)[0] == [1, 2, 3, 1_000]
     assert _submit_script(r, "b-2", digest="d2", ms=9_000)[0] == [1, 2, 3, 1_000]
     assert r.xlen(stream) == 2 and r.hget(KEYS.ingest("m1", "b-2"), "state") == b"queued"

@@ -95,7 +95,7 @@ def test_apply_script_merges_one_sequence_once(r, make_worker):
 def apply_ops(w, seq: int, *ops: object) -> object:
     """apply.lua with one hash (model m's all-time accuracy statistics) and its ops, for batch `seq`."""
     return w.queue.scripts.apply(
-        keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), KEYS.stats("m", "accuracy", "all")],
+        keys=[KEYS.done("m", "accuracy"), KEYS.updates("m"), KEYS.deleted("m"), KEYS.stats("m", "accuracy", "all")],
         args=[seq, 10, "accuracy", 1, "", 0, len(ops) // 3, *ops],
     )
 

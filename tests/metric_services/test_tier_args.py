@@ -48,10 +48,10 @@ def parsed(keys: list[str], args: list) -> tuple[dict[str, tuple[int, list]], in
     """Each hash's (ttl, ops), a negative op count -j read as apply.lua does (hash j's ops), and how
     many hashes reused ops."""
     out, a, reused = {}, 5, 0
-    for key in keys[2:]:
+    for key in keys[3:]:  # after the done bitmap, the updates stream and the tombstone
         ttl, n = args[a], args[a + 1]
         if n < 0:
-            out[key] = (ttl, out[keys[2 + (-n) - 1]][1])
+            out[key] = (ttl, out[keys[3 + (-n) - 1]][1])
             reused += 1
             a += 2
         else:

@@ -242,6 +242,29 @@ func (c *Client) ListModels(ctx context.Context) ([]*pb.ModelSummary, error) {
 	}
 }
 
+// DeleteModel deletes everything the service keeps of the tenant's model (tenant "": the default tenant).
+// It needs an admin token (HOLISTIC_ADMIN_TOKENS); the reply lists what was removed per key family, none
+// the second time. Idempotent, so retried like a read.
+func (c *Client) DeleteModel(ctx context.Context, model, tenant string) (*pb.DeleteModelResponse, error) {
+	var reply *pb.DeleteModelResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		reply, err = c.Stub.DeleteModel(ctx, &pb.DeleteModelRequest{Model: model, Tenant: tenant})
+		return err
+	})
+	return reply, err
+}
+
+// DeleteTenantData deletes everything the service keeps of a tenant ("default" included), with an admin
+// token: the reply names the tenant's models deleted and lists what was removed per key family.
+func (c *Client) DeleteTenantData(ctx context.Context, tenant string) (*pb.DeleteTenantDataResponse, error) {
+	var reply *pb.DeleteTenantDataResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		reply, err = c.Stub.DeleteTenantData(ctx, &pb.DeleteTenantDataRequest{Tenant: tenant})
+		return err
+	})
+	return reply, err
+}
+
 // ListModelsPage reads one page of at most pageSize models (0: the server's maximum, 10,000 by
 // default) after the page whose NextPageToken is pageToken ("": the first page).
 func (c *Client) ListModelsPage(ctx context.Context, pageSize int32, pageToken string) (*pb.ListModelsResponse, error) {

@@ -291,3 +291,35 @@ func TestListModelsReadsEveryPage(t *testing.T) {
 		t.Fatalf("last page %v, %v", page, err)
 	}
 }
+
+func TestDeleteModelSendsModelAndTenantAndRetriesUnavailable(t *testing.T) {
+	f := &fakeGateway{token: "admin", onDelete: func(n int) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, "model 'm' is being deleted")
+		}
+		return nil
+	}}
+	s := &sleeps{}
+	c, _ := dial(t, serve(t, f), Options{Token: "admin", Sleep: s.sleep})
+	reply, err := c.DeleteModel(context.Background(), "m", "team-a")
+	if err != nil || len(reply.GetRemoved()) != 1 || reply.GetRemoved()[0].GetKeyFamily() != "hl:{m:<model>}:meta" ||
+		reply.GetRemoved()[0].GetCount() != 1 || len(s.delays) != 1 {
+		t.Fatalf("reply %v, err %v, waits %v", reply, err, s.delays)
+	}
+	tenant, err := c.DeleteTenantData(context.Background(), "team-a")
+	if err != nil || strings.Join(tenant.GetModels(), ",") != "x,y" {
+		t.Fatalf("tenant %v, err %v", tenant, err)
+	}
+	want := []proto.Message{
+		&pb.DeleteModelRequest{Model: "m", Tenant: "team-a"}, &pb.DeleteModelRequest{Model: "m", Tenant: "team-a"},
+		&pb.DeleteTenantDataRequest{Tenant: "team-a"},
+	}
+	if len(f.deletes) != len(want) {
+		t.Fatalf("requests %v", f.deletes)
+	}
+	for i := range want {
+		if !proto.Equal(f.deletes[i], want[i]) {
+			t.Fatalf("request %d: %v, want %v", i, f.deletes[i], want[i])
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/holistic-eval/holistic/clients/go/gen/holistic/v1"
 )
@@ -30,6 +31,8 @@ type fakeGateway struct {
 	models   []*pb.ModelSummary
 	pageSize int                     // ListModels's page size; 0: one page
 	lists    []*pb.ListModelsRequest // what ListModels was asked, in order
+	deletes  []proto.Message         // the DeleteModel and DeleteTenantData requests, in order
+	onDelete func(n int) error       // the error of the n-th deletion call (from 1); nil: none
 }
 
 func (f *fakeGateway) authorize(ctx context.Context) error {
@@ -95,6 +98,34 @@ func (f *fakeGateway) ListModels(ctx context.Context, req *pb.ListModelsRequest)
 		reply.NextPageToken = strconv.Itoa(end)
 	}
 	return reply, nil
+}
+
+func (f *fakeGateway) deletion(ctx context.Context, req proto.Message) error {
+	if err := f.authorize(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.deletes = append(f.deletes, req)
+	n := len(f.deletes)
+	f.mu.Unlock()
+	if f.onDelete != nil {
+		return f.onDelete(n)
+	}
+	return nil
+}
+
+func (f *fakeGateway) DeleteModel(ctx context.Context, req *pb.DeleteModelRequest) (*pb.DeleteModelResponse, error) {
+	if err := f.deletion(ctx, req); err != nil {
+		return nil, err
+	}
+	return &pb.DeleteModelResponse{Removed: []*pb.RemovedKeys{{KeyFamily: "hl:{m:<model>}:meta", Count: 1}}}, nil
+}
+
+func (f *fakeGateway) DeleteTenantData(ctx context.Context, req *pb.DeleteTenantDataRequest) (*pb.DeleteTenantDataResponse, error) {
+	if err := f.deletion(ctx, req); err != nil {
+		return nil, err
+	}
+	return &pb.DeleteTenantDataResponse{Models: []string{"x", "y"}}, nil
 }
 
 func (f *fakeGateway) submitted() []*pb.SubmitPredictionsRequest {

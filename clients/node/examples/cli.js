@@ -4,6 +4,8 @@
 //   holistic-node profile MODEL [--window 24h] [--json]
 //   holistic-node watch MODEL [--window 1h]
 //   holistic-node models
+//   holistic-node delete-model MODEL [--tenant T] --yes      (an admin token)
+//   holistic-node delete-tenant TENANT --yes                 (an admin token)
 // --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN),
 // --wait-for-ready (wait for a gateway that is not up yet; without it an unreachable one fails at once).
 import { parseArgs } from "node:util";
@@ -20,6 +22,8 @@ const { values: opts, positionals } = parseArgs({
     json: { type: "boolean", default: false },
     // wait (and retry) for a gateway that is not up yet, instead of failing at once naming it
     "wait-for-ready": { type: "boolean", default: false },
+    tenant: { type: "string", default: "" },
+    yes: { type: "boolean", default: false },
   },
 });
 const [command, arg] = positionals;
@@ -40,6 +44,17 @@ function show(profile) {
   }
 }
 
+function removed(what, reply) {
+  if (!reply.removed.length) return console.log(`deleted ${what}: nothing left to remove`);
+  console.log(`deleted ${what}:`);
+  for (const r of reply.removed) console.log(`  ${r.keyFamily}\t${r.count}`);
+}
+
+const deleting = command === "delete-model" || command === "delete-tenant";
+if (deleting && arg && !opts.yes) {
+  console.error(`error: not deleting without --yes (${command} ${arg} cannot be undone)`);
+  process.exit(2);
+}
 const client = new HolisticClient(opts.target, { token: opts.token, waitForReady: opts["wait-for-ready"] });
 try {
   if (command === "submit" && arg) {
@@ -54,8 +69,14 @@ try {
     for await (const profile of client.watchProfile(arg, opts.window)) show(profile);
   } else if (command === "models") {
     for (const m of await client.listModels()) console.log(`${m.model}\t${m.acceptedPredictions}`);
+  } else if (command === "delete-model" && arg) {
+    removed(`model ${arg}`, await client.deleteModel(arg, { tenant: opts.tenant }));
+  } else if (command === "delete-tenant" && arg) {
+    const reply = await client.deleteTenantData(arg);
+    removed(`tenant ${arg} (${reply.models.length} ${reply.models.length === 1 ? "model" : "models"})`, reply);
   } else {
-    console.error("usage: holistic-node submit FILE | profile MODEL | watch MODEL | models  [--target] [--token] [--window] [--json]");
+    console.error("usage: holistic-node submit FILE | profile MODEL | watch MODEL | models | delete-model MODEL --yes"
+      + " | delete-tenant TENANT --yes  [--target] [--token] [--window] [--json] [--tenant]");
     process.exitCode = 2;
   }
 } catch (err) {

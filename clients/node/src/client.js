@@ -7,7 +7,8 @@ import { create, ScalarType, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
-  GetProfileRequestSchema, ListModelsRequestSchema, SubmitPredictionsRequestSchema, WatchProfileRequestSchema,
+  DeleteModelRequestSchema, DeleteTenantDataRequestSchema, GetProfileRequestSchema, ListModelsRequestSchema,
+  SubmitPredictionsRequestSchema, WatchProfileRequestSchema,
 } from "../gen/holistic/v1/evaluation_service_pb.js";
 import { WindowPreset } from "../gen/holistic/v1/profile_pb.js";
 import { connectCause, fromServiceError, InvalidPredictionsError, isConnectFailure, retryDelayMs, UnreachableError } from "./errors.js";
@@ -252,5 +253,17 @@ export class HolisticClient {
   // whose nextPageToken is pageToken ("": the first page).
   async listModelsPage({ pageSize = 0, pageToken = "" } = {}) {
     return this.#call("listModels", create(ListModelsRequestSchema, { pageSize, pageToken }));
+  }
+
+  // Admin (a token of HOLISTIC_ADMIN_TOKENS): delete everything the service keeps of the tenant's model
+  // (tenant "": the default tenant). The reply lists what was removed per key family; idempotent, so retried.
+  async deleteModel(model, { tenant = "" } = {}) {
+    return this.#call("deleteModel", create(DeleteModelRequestSchema, { model, tenant }));
+  }
+
+  // Admin: delete everything the service keeps of a tenant ("default" included): the reply names its models
+  // deleted and lists what was removed per key family.
+  async deleteTenantData(tenant) {
+    return this.#call("deleteTenantData", create(DeleteTenantDataRequestSchema, { tenant }));
   }
 }

@@ -2,7 +2,9 @@
 import type { Metadata, ChannelCredentials, ServiceDefinition } from "@grpc/grpc-js";
 import type { Prediction } from "../gen/holistic/v1/prediction_pb.js";
 import type { ModelSummary, Profile } from "../gen/holistic/v1/profile_pb.js";
-import type { ListModelsResponse, SubmitPredictionsResponse } from "../gen/holistic/v1/evaluation_service_pb.js";
+import type {
+  DeleteModelResponse, DeleteTenantDataResponse, ListModelsResponse, SubmitPredictionsResponse,
+} from "../gen/holistic/v1/evaluation_service_pb.js";
 
 export { PredictionSchema, PerturbationFamily, Task } from "../gen/holistic/v1/prediction_pb.js";
 export { DimensionKind, ProfileSchema, WindowPreset } from "../gen/holistic/v1/profile_pb.js";
@@ -38,6 +40,8 @@ export declare class HolisticClient {
   watchProfile(model: string, window?: Window, options?: { signal?: AbortSignal }): AsyncGenerator<Profile>;
   listModels(): Promise<ModelSummary[]>;
   listModelsPage(options?: { pageSize?: number; pageToken?: string }): Promise<ListModelsResponse>;
+  deleteModel(model: string, options?: { tenant?: string }): Promise<DeleteModelResponse>;
+  deleteTenantData(tenant: string): Promise<DeleteTenantDataResponse>;
 }
 
 export declare class HolisticError extends Error {

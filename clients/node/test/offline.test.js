@@ -11,7 +11,9 @@ import { create, fromJson, toBinary } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../gen/google/rpc/status_pb.js";
-import { ListModelsResponseSchema, SubmitPredictionsResponseSchema } from "../gen/holistic/v1/evaluation_service_pb.js";
+import {
+  DeleteModelResponseSchema, DeleteTenantDataResponseSchema, ListModelsResponseSchema, SubmitPredictionsResponseSchema,
+} from "../gen/holistic/v1/evaluation_service_pb.js";
 import { ModelSummarySchema } from "../gen/holistic/v1/profile_pb.js";
 import {
   contentBatchId, evaluationServiceDefinition, HolisticClient, InvalidPredictionsError, PredictionSchema, readPredictions, Task,
@@ -31,6 +33,7 @@ let script = [];
 const seen = [];
 const MODELS = ["a", "b", "c", "d", "e"];
 const listed = [];
+const deletions = []; // [method, request] of each deletion call; the first of each is UNAVAILABLE
 before(async () => {
   server = new grpc.Server();
   server.addService(evaluationServiceDefinition, {
@@ -47,6 +50,15 @@ before(async () => {
       const end = Math.min(start + 2, MODELS.length);
       const models = MODELS.slice(start, end).map((model) => create(ModelSummarySchema, { model }));
       callback(null, create(ListModelsResponseSchema, { models, nextPageToken: end < MODELS.length ? String(end) : "", totalSize: MODELS.length }));
+    },
+    deleteModel(call, callback) {
+      deletions.push(["deleteModel", call.request]);
+      if (deletions.length === 1) return callback(failure(grpc.status.UNAVAILABLE, "model 'm' is being deleted"));
+      callback(null, create(DeleteModelResponseSchema, { removed: [{ keyFamily: "hl:{m:<model>}:meta", count: 1n }] }));
+    },
+    deleteTenantData(call, callback) {
+      deletions.push(["deleteTenantData", call.request]);
+      callback(null, create(DeleteTenantDataResponseSchema, { models: ["x", "y"], removed: [{ keyFamily: "hl:{t:<tenant>}:models", count: 1n }] }));
     },
   });
   const port = await new Promise((resolve, reject) =>
@@ -183,4 +195,17 @@ test("listModels reads every page, passing each page's token to the next call", 
   assert.deepEqual(models.map((m) => m.model), MODELS);
   assert.deepEqual(listed, ["", "2", "4", "4"]);
   assert.deepEqual([last.models.map((m) => m.model), last.nextPageToken, last.totalSize], [["e"], "", 5]);
+});
+
+test("deleteModel sends the model and its tenant, retries UNAVAILABLE (it is idempotent) and returns what was removed", async () => {
+  const delays = [];
+  const c = client(delays);
+  const reply = await c.deleteModel("m", { tenant: "team-a" });
+  const tenant = await c.deleteTenantData("team-a");
+  c.close();
+  assert.equal(delays.length, 1);
+  assert.deepEqual(deletions.map(([method, r]) => [method, r.model, r.tenant]),
+    [["deleteModel", "m", "team-a"], ["deleteModel", "m", "team-a"], ["deleteTenantData", undefined, "team-a"]]);
+  assert.deepEqual(reply.removed.map((r) => [r.keyFamily, r.count]), [["hl:{m:<model>}:meta", 1n]]);
+  assert.deepEqual([tenant.models, tenant.removed.map((r) => [r.keyFamily, r.count])], [["x", "y"], [["hl:{t:<tenant>}:models", 1n]]]);
 });

@@ -333,6 +333,17 @@ class Client:
             if not token:
                 return
 
+    # --- admin ---------------------------------------------------------------------------------
+    def delete_model(self, model: str, tenant: str = "") -> es.DeleteModelResponse:
+        """Delete everything the service keeps of the tenant's model ("": the default tenant), with an
+        admin token; what was removed, per key family. Idempotent, so retried like a read."""
+        return self._call(self.stub.DeleteModel, es.DeleteModelRequest(model=model, tenant=tenant))  # type: ignore[return-value]
+
+    def delete_tenant_data(self, tenant: str) -> es.DeleteTenantDataResponse:
+        """Delete everything the service keeps of a tenant ("default" included), with an admin token: its
+        models deleted and what was removed, per key family. Idempotent."""
+        return self._call(self.stub.DeleteTenantData, es.DeleteTenantDataRequest(tenant=tenant))  # type: ignore[return-value]
+
     def perturb(
         self,
         predictions: Iterable[Prediction],

@@ -4,6 +4,8 @@
 //	holistic-go profile MODEL [--window 24h] [--json]
 //	holistic-go watch MODEL [--window 1h] [--json]
 //	holistic-go models
+//	holistic-go delete-model MODEL [--tenant T] --yes   (an admin token)
+//	holistic-go delete-tenant TENANT --yes              (an admin token)
 //
 // --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN), --timeout.
 package main
@@ -32,6 +34,8 @@ const usage = `usage: holistic-go [flags] COMMAND
   profile MODEL   the model's profile over --window (all, 15m, 1h, 24h, 7d); --json for canonical JSON
   watch MODEL     the profile now, then a fresh one per applied batch (Ctrl-C stops)
   models          the models the service has accepted predictions for
+  delete-model MODEL    delete everything kept of MODEL of --tenant (an admin token; --yes, it cannot be undone)
+  delete-tenant TENANT  delete everything kept of TENANT, every model of it (an admin token; --yes)
 flags (before or after the command):`
 
 func main() {
@@ -73,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print profiles as canonical protobuf JSON")
 	timeout := fs.Duration("timeout", 0, "give up after this long, retries included (e.g. 30s; 0: no limit)")
 	waitForReady := fs.Bool("wait-for-ready", false, "wait (and retry) for a gateway that is not up yet, instead of failing at once naming it")
+	tenant := fs.String("tenant", "", "the model's tenant (delete-model; default: the tenant named default)")
+	yes := fs.Bool("yes", false, "delete (delete-model, delete-tenant): they cannot be undone")
 	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
 	positional, err := parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -92,6 +98,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	w, err := holistic.Preset(*window)
 	if err == nil && *batchSize <= 0 {
 		err = fmt.Errorf("--batch-size must be at least 1, got %d", *batchSize)
+	}
+	if err == nil && strings.HasPrefix(command, "delete-") && !*yes {
+		err = fmt.Errorf("not deleting without --yes (%s %s cannot be undone)", command, arg)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -137,6 +146,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s\t%d\n", m.GetModel(), m.GetAcceptedPredictions())
 		}
 		return report(err, stderr)
+	case "delete-model":
+		reply, err := client.DeleteModel(ctx, arg, *tenant)
+		if err == nil {
+			printRemoved(stdout, "model "+arg, reply.GetRemoved())
+		}
+		return report(err, stderr)
+	case "delete-tenant":
+		reply, err := client.DeleteTenantData(ctx, arg)
+		if err == nil {
+			n := len(reply.GetModels())
+			printRemoved(stdout, fmt.Sprintf("tenant %s (%s)", arg, plural(n, "model", "models")), reply.GetRemoved())
+		}
+		return report(err, stderr)
 	}
 	fs.Usage()
 	return 2
@@ -148,6 +170,18 @@ func report(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	return 2
+}
+
+// printRemoved prints what a deletion removed, one key family a line, as the Python and Node CLIs do.
+func printRemoved(out io.Writer, what string, removed []*pb.RemovedKeys) {
+	if len(removed) == 0 {
+		fmt.Fprintf(out, "deleted %s: nothing left to remove\n", what)
+		return
+	}
+	fmt.Fprintf(out, "deleted %s:\n", what)
+	for _, r := range removed {
+		fmt.Fprintf(out, "  %s\t%d\n", r.GetKeyFamily(), r.GetCount())
+	}
 }
 
 func plural(n int, one, many string) string {

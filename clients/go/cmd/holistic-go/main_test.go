@@ -10,7 +10,7 @@ import (
 
 func TestUsageAndBadFlagsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{}, {"profile"}, {"frobnicate", "x"}, {"profile", "m", "--window", "2h"}, {"--nope"},
-		{"submit", "f.jsonl", "--batch-size", "0"}} {
+		{"submit", "f.jsonl", "--batch-size", "0"}, {"delete-model", "m"}, {"delete-tenant", "team-a"}} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != 2 || out.Len() != 0 || errOut.Len() == 0 {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
@@ -19,6 +19,11 @@ func TestUsageAndBadFlagsExitTwo(t *testing.T) {
 	var out, errOut bytes.Buffer
 	run([]string{"profile", "m", "--window", "2h"}, &out, &errOut)
 	if !strings.Contains(errOut.String(), `unknown window "2h"`) {
+		t.Fatalf("stderr %q", errOut.String())
+	}
+	errOut.Reset()
+	run([]string{"delete-model", "m", "--tenant", "team-a"}, &out, &errOut)
+	if errOut.String() != "error: not deleting without --yes (delete-model m cannot be undone)\n" {
 		t.Fatalf("stderr %q", errOut.String())
 	}
 	errOut.Reset()
