@@ -12,12 +12,15 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
+from holistic.audit import Audit
 from holistic.tenants import TokenStore
 
 log = logging.getLogger("holistic.gateway")
 
 PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-ADMIN_METHODS = frozenset(f"/holistic.v1.EvaluationService/{name}" for name in ("DeleteModel", "DeleteTenantData"))
+ADMIN_METHODS = frozenset(
+    f"/holistic.v1.EvaluationService/{name}" for name in ("DeleteModel", "DeleteTenantData", "ReadAudit")
+)
 
 
 def bearer_token(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str:
@@ -64,9 +67,11 @@ class BearerAuth(grpc.aio.ServerInterceptor):
     """Refuses calls without a known token of their kind; which tenant a token belongs to is the servicer's
     business."""
 
-    def __init__(self, tokens: TokenStore, admins: TokenStore | None = None) -> None:
+    def __init__(self, tokens: TokenStore, admins: TokenStore | None = None, trail: Audit | None = None) -> None:
+        """`trail`: where a tenant token's use is recorded (once an hour per token, holistic/audit.py)."""
         self.tokens = tokens
         self.admins = admins if admins is not None else TokenStore()
+        self.trail = trail
 
     async def intercept_service(
         self,
@@ -81,6 +86,11 @@ class BearerAuth(grpc.aio.ServerInterceptor):
             if refusal is None:
                 return await continuation(details)
             return _deny(await continuation(details), *refusal)
-        if self.tokens.open or self.tokens.tenant_of(token) is not None:
+        if self.tokens.open:
+            return await continuation(details)
+        tenant = self.tokens.tenant_of(token)
+        if tenant is not None:
+            if self.trail is not None:
+                await self.trail.token_used(tenant, token)
             return await continuation(details)
         return _deny(await continuation(details), *UNKNOWN_TOKEN)

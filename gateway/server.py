@@ -30,6 +30,7 @@ from gateway.profiles import ProfileReader
 from gateway.quota import Quotas
 from gateway.servicer import SERVICE, EvaluationService, handlers
 from gateway.watch import WatchHub
+from holistic.audit import Audit
 from holistic.errors import ConfigError
 from holistic.families import Family
 from holistic.keys import Keys
@@ -123,11 +124,13 @@ class Gateway:
             wire_proof.warn_if_missing()
         ingestor = Ingestor(self.r, s, self.backlog, self.quotas, self.deployment, self.barrier, self.pinned)
         catalogue = FamilyCatalogue(self.deployment, lambda: self.backlog.per_family, self.families or load_family)
+        trail = Audit(self.r, Keys(s.key_prefix))
         service = EvaluationService(
-            ingestor, reader, self.hub, self.tokens, Deleter(self.r, s), self.admins, catalogue=catalogue
-        )
+            ingestor, reader, self.hub, self.tokens, Deleter(self.r, s), self.admins, catalogue=catalogue,
+            audit_trail=trail,
+        )  # fmt: skip
         self.server = grpc.aio.server(
-            interceptors=[BearerAuth(self.tokens, self.admins)],
+            interceptors=[BearerAuth(self.tokens, self.admins, trail)],
             options=[
                 ("grpc.max_receive_message_length", s.max_message_bytes),
                 ("grpc.max_send_message_length", s.max_message_bytes),

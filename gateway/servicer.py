@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 
 import grpc
@@ -16,7 +18,9 @@ from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
 from gateway.watch import WatchHub
+from holistic import audit
 from holistic.errors import FieldViolation, HolisticError, InvalidArgument
+from holistic.keys import Keys
 from holistic.observability import BATCHES, PREDICTIONS, new_traceparent, valid_traceparent
 from holistic.tenants import DEFAULT_TENANT, TENANT_RE, TokenStore
 from holistic.v1 import evaluation_service_pb2 as es
@@ -25,6 +29,8 @@ log = logging.getLogger("holistic.gateway")
 
 SERVICE = "holistic.v1.EvaluationService"
 MIN_DEADLINE_S = 0.05
+DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE = 100, 1000
+AUDIT_ID = re.compile(r"\d{1,20}-\d{1,20}")  # a stream entry id, as ReadAudit's page tokens are
 
 
 def _check_model(model: str) -> None:
@@ -59,12 +65,16 @@ class EvaluationService:
         deleter: Deleter,
         admins: TokenStore | None = None,
         catalogue: FamilyCatalogue | None = None,
+        audit_trail: audit.Audit | None = None,
     ) -> None:
         self.ingestor = ingestor
         self.reader = reader
         self.hub = hub
         self.tokens = tokens
         self.catalogue = catalogue
+        self.audit = (
+            audit_trail if audit_trail is not None else audit.Audit(ingestor.r, Keys(ingestor.settings.key_prefix))
+        )
         self.deleter = deleter
         self.admins = admins if admins is not None else TokenStore()
 
@@ -164,6 +174,8 @@ class EvaluationService:
             ", ".join(f"{r.key_family} {r.count}" for r in removed) or "nothing left to remove",
             extra={"model": request.model, "tenant": tenant},
         )  # fmt: skip
+        counts = {r.key_family: r.count for r in removed}
+        await self.audit.record(tenant, audit.DELETE_MODEL, self._admin(context), model=request.model, removed=counts)
         return es.DeleteModelResponse(removed=removed)
 
     @status.unary
@@ -178,7 +190,33 @@ class EvaluationService:
             ", ".join(f"{r.key_family} {r.count}" for r in removed) or "nothing left to remove",
             extra={"tenant": request.tenant},
         )  # fmt: skip
+        counts = {r.key_family: r.count for r in removed}
+        await self.audit.record(
+            request.tenant, audit.DELETE_TENANT_DATA, self._admin(context), models=list(models), removed=counts
+        )
         return es.DeleteTenantDataResponse(models=models, removed=removed)
+
+    @status.unary
+    async def ReadAudit(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.ReadAuditResponse:
+        request = wire.parse(es.ReadAuditRequest, raw)
+        if not request.tenant:
+            raise InvalidArgument([FieldViolation("tenant", 'is required ("default" for the default tenant)')])
+        _check_tenant(request.tenant)
+        if not 0 <= request.page_size <= MAX_AUDIT_PAGE:
+            raise InvalidArgument(
+                [FieldViolation("page_size", f"must be 0 to {MAX_AUDIT_PAGE}, got {request.page_size}")]
+            )
+        if request.page_token and not AUDIT_ID.fullmatch(request.page_token):
+            raise InvalidArgument([FieldViolation("page_token", "is not a token this RPC returned")])
+        size = request.page_size or DEFAULT_AUDIT_PAGE
+        entries = await self.audit.read(request.tenant, request.page_token, size + 1)
+        reply = es.ReadAuditResponse()
+        for e in entries[:size]:
+            out = reply.entries.add(id=e.id, action=e.action, actor=e.actor, details_json=json.dumps(e.details))
+            out.time.FromMilliseconds(e.time_ms)
+        if len(entries) > size:
+            reply.next_page_token = entries[size - 1].id
+        return reply
 
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
@@ -216,6 +254,11 @@ def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
                 service.ListFamilies,
                 request_deserializer=None,
                 response_serializer=es.ListFamiliesResponse.SerializeToString,
+            ),
+            "ReadAudit": grpc.unary_unary_rpc_method_handler(
+                service.ReadAudit,
+                request_deserializer=None,
+                response_serializer=es.ReadAuditResponse.SerializeToString,
             ),
             "DeleteModel": grpc.unary_unary_rpc_method_handler(
                 service.DeleteModel,

@@ -56,6 +56,11 @@ class Keys:
         (ZRANGE BYLEX) without reading the whole set; written beside every SADD to `models`."""
         return self.models(tenant) + ":by_name"
 
+    def audit(self, tenant: str) -> str:
+        """STREAM: the tenant's audit trail (holistic/audit.py). Its own hash tag, not the tenant's: deleting
+        a tenant's data (whose keys share `{t:<tenant>}`) leaves the record of the deletion."""
+        return f"{self.prefix}:{{a:{tenant}}}:audit"
+
     def rate(self, tenant: str, second: int) -> str:
         """STRING: predictions the tenant submitted in that epoch second (expires after 2 s)."""
         return f"{self.prefix}:{{t:{tenant}}}:rate:{second}"

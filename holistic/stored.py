@@ -58,6 +58,9 @@ INVENTORY: tuple[Stored, ...] = (
            "for as long as the service runs"),
     Stored("models", ("<tenant>",), "set", "a tenant's model names", DERIVED, "the gateway (submit.lua)",
            "for as long as the service runs"),
+    Stored("audit", ("<tenant>",), "stream", "the tenant's audit trail: deletions (model names, what was removed, "
+           "by which admin) and token use (a token's sha256 prefix, once an hour per gateway process)", DERIVED,
+           "the gateway (holistic/audit.py)", "append-only: never trimmed, and kept when the tenant's data is deleted"),
     Stored("models_index", ("default",), "sorted set", "the default tenant's model names in name order (ListModels)",
            DERIVED, "the gateway (submit.lua), ListModels once for older data", "as the model set"),
     Stored("models_index", ("<tenant>",), "sorted set", "a tenant's model names in name order (ListModels)", DERIVED,

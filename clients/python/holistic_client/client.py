@@ -344,6 +344,17 @@ class Client:
         models deleted and what was removed, per key family. Idempotent."""
         return self._call(self.stub.DeleteTenantData, es.DeleteTenantDataRequest(tenant=tenant))  # type: ignore[return-value]
 
+    def iter_audit(self, tenant: str, page_size: int = 0) -> Iterator[es.AuditEntry]:
+        """A tenant's audit trail, oldest first, a page at a time (an admin token): deletions and token use."""
+        token = ""
+        while True:
+            request = es.ReadAuditRequest(tenant=tenant, page_size=page_size, page_token=token)
+            reply = self._call(self.stub.ReadAudit, request)
+            yield from reply.entries  # type: ignore[attr-defined]
+            token = reply.next_page_token  # type: ignore[attr-defined]
+            if not token:
+                return
+
     def perturb(
         self,
         predictions: Iterable[Prediction],

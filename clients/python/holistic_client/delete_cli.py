@@ -1,5 +1,5 @@
 """`holistic delete-model` and `holistic delete-tenant`: the admin commands that delete a model's or a tenant's
-data, after a confirmation."""
+data, after a confirmation; and `holistic audit`, which reads what was done."""
 
 from __future__ import annotations
 
@@ -72,4 +72,40 @@ def delete_tenant(tenant: str, yes: bool, target: str, connect: Connect) -> None
     show_removed(reply.removed, f"deleted tenant {tenant}: {count(len(reply.models), 'model')}")
 
 
-COMMANDS = (delete_model, delete_tenant)
+@click.command("audit")
+@click.argument("tenant")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per entry.")
+@target_option
+@token_option
+def audit(tenant: str, as_json: bool, target: str, connect: Connect) -> None:
+    """TENANT's audit trail, oldest first: deletions (what, by which admin) and token use (needs an admin token)."""
+    import json
+    from datetime import UTC, datetime
+
+    with connect(target) as client:
+        try:
+            entries = list(client.iter_audit(tenant))
+        except ClientError as exc:
+            console(True).print(f"[red]error:[/red] {text(exc)}")
+            sys.exit(2)
+    if as_json:
+        for e in entries:
+            at = datetime.fromtimestamp(e.time.ToMilliseconds() / 1000, tz=UTC).isoformat(timespec="milliseconds")
+            record = {
+                "id": e.id,
+                "time": at,
+                "action": e.action,
+                "actor": e.actor,
+                "details": json.loads(e.details_json),
+            }
+            click.echo(json.dumps(record, sort_keys=True))
+        return
+    out = table("time (UTC)", "action", "actor", "details", title=f"audit trail of tenant {text(tenant)}",
+                caption=f"{count(len(entries), 'entry')}")  # fmt: skip
+    for e in entries:
+        at = datetime.fromtimestamp(e.time.ToMilliseconds() / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+        out.add_row(at, text(e.action), text(e.actor), text(e.details_json))
+    console().print(out)
+
+
+COMMANDS = (delete_model, delete_tenant, audit)
