@@ -84,3 +84,19 @@ def test_wait_for_ready_waits_for_the_gateway(cli, make_gateway, request):
         started.join()
     assert done.returncode == 0, done.stderr
     assert "cannot reach" not in done.stderr
+
+
+def test_python_cli_names_a_host_that_accepts_and_never_answers():
+    """A black hole (the port accepts, nothing speaks HTTP/2) held each of 12 attempts for 30 s."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    target = f"127.0.0.1:{silent.getsockname()[1]}"
+    try:
+        done, took = timed(python_cli("models", target=target))
+    finally:
+        silent.close()
+    assert done.returncode == 2 and "cannot reach the gateway at" in done.stderr
+    assert f"{target}: no answer within 5 s" in done.stderr and took < PROMPT_S

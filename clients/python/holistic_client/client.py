@@ -44,6 +44,8 @@ def _retryable(exc: BaseException) -> bool:
     return code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
+CONNECT_TIMEOUT_S = 5.0  # a gateway that accepted the connection answers well within this
+
 # How gRPC core words a connection that was never made (refused, no route, unknown host, a TLS
 # handshake): the gateway was not reached, as opposed to a gateway that answered UNAVAILABLE.
 _CONNECT_FAILURE = re.compile(
@@ -141,7 +143,29 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _check_reachable(self) -> None:
+        """Before the first call of a client that does not wait: a host that accepts the connection and
+        never answers (no HTTP/2, a black hole) would hold each attempt for its whole timeout, 12 times.
+        One health check bounded by CONNECT_TIMEOUT_S tells: any answer (even UNIMPLEMENTED) is a server;
+        a refused connection is left to the call, which names its cause."""
+        if self.wait_for_ready or self._reached:
+            return
+        check = self.channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=lambda _: b"",  # HealthCheckRequest{} (the whole server)
+            response_deserializer=lambda raw: raw,
+        )
+        try:
+            check(None, timeout=CONNECT_TIMEOUT_S)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:  # type: ignore[attr-defined]
+                raise Unreachable(self.target, f"no answer within {CONNECT_TIMEOUT_S:g} s") from None
+            if self._unreachable(err):
+                raise Unreachable(self.target, _cause(err.details() or "")) from None  # type: ignore[attr-defined]
+        self._reached = True
+
     def _call(self, fn: Callable[..., object], request: object) -> object:
+        self._check_reachable()
         deadline = None if self.retry_for_s is None else time.monotonic() + self.retry_for_s
         give_up_at = None if self.retry_for_s is None else time.time() + self.retry_for_s
         wait = _wait(wait_exponential_jitter(multiplier=0.1, max=10.0))
