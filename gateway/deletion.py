@@ -34,7 +34,7 @@ from holistic.redis_conn import set_chunks
 from holistic.scripts import Scripts
 from holistic.settings import Settings
 from holistic.stored import INVENTORY, Inventory, Stored
-from holistic.tenants import DEFAULT_TENANT, SEPARATOR, internal_model, split_model
+from holistic.tenants import DEFAULT_TENANT, internal_model, split_model
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.workqueue import shard_of
 
@@ -76,8 +76,7 @@ class Deleter:
                 for name in names:
                     model = internal_model(tenant, _text(name))
                     through[model] = await self._begin(model, locks)
-            names_glob = "*" if tenant == DEFAULT_TENANT else glob_escape(tenant + SEPARATOR) + "*"
-            glob = self.keys.model_keys_glob(names_glob)
+            glob = self.keys.model_keys_glob(glob_escape(internal_model(tenant, "")) + "*")  # default: every model
             await self._models(glob, through, lambda m: split_model(m)[0] == tenant, removed, locks)
             own = [self.keys.models(tenant), self.keys.models_index(tenant)]
             await self._unlink(_also(own, self._scan(self.keys.tenant_keys_glob(glob_escape(tenant)))), removed, locks)
