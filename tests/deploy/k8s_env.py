@@ -33,7 +33,10 @@ def container_env(
             continue
         ref = var["valueFrom"]
         if "secretKeyRef" in ref:
-            env[var["name"]] = secrets[ref["secretKeyRef"]["name"]][ref["secretKeyRef"]["key"]]
+            key = ref["secretKeyRef"]
+            if key.get("optional") and key["key"] not in secrets.get(key["name"], {}):
+                continue  # as Kubernetes does: an optional key that is not there leaves the variable unset
+            env[var["name"]] = secrets[key["name"]][key["key"]]
         else:
             env[var["name"]] = config_maps[ref["configMapKeyRef"]["name"]][ref["configMapKeyRef"]["key"]]
     return env

@@ -84,8 +84,8 @@ def test_the_overlays_render_the_expected_objects():
     workers = {f"holistic-worker-{f}" for f in installed()}
     expected = (
         {("Namespace", "holistic"), ("ConfigMap", "holistic-config"), ("TriggerAuthentication", "holistic-redis")}
-        | {("Secret", s) for s in ("holistic-tokens", "holistic-client-token", "holistic-redis",
-                                  "holistic-gateway-tls", "holistic-redis-ca")}
+        | {("Secret", s) for s in ("holistic-tokens", "holistic-admin-tokens", "holistic-client-token",
+                                  "holistic-redis", "holistic-gateway-tls", "holistic-redis-ca")}
         | {("ServiceAccount", "holistic")}
         | {("NetworkPolicy", f"holistic-{n}") for n in ("default-deny", "dns", "gateway-ingress",
            "otlp-receiver-ingress", "dashboard-ingress", "gateway-clients-egress", "metrics-scrape",
