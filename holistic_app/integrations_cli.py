@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import click
@@ -37,7 +38,10 @@ def quality_exporter(address: str | None) -> None:
 @click.option(
     "--http-address", default=None, help="host:port of OTLP/HTTP, '' for none (default HOLISTIC_OTLP_HTTP_ADDRESS)."
 )
-@click.option("--target", default=None, help="The gateway (default HOLISTIC_OTLP_TARGET).")
+@click.option(
+    "--target", default=None,
+    help="The gateway (default HOLISTIC_OTLP_TARGET, else the running `holistic up`'s, else 127.0.0.1:50051).",
+)  # fmt: skip
 def otlp_receiver(address: str | None, http_address: str | None, target: str | None) -> None:
     """Receive OpenTelemetry GenAI spans and log records (OTLP/gRPC and OTLP/HTTP) and submit the
     chat calls among them as predictions, exactly once."""
@@ -46,7 +50,7 @@ def otlp_receiver(address: str | None, http_address: str | None, target: str | N
     from holistic_client.otlp.receiver import load_otlp_settings, serve
 
     try:
-        overrides = {k: v for k, v in (("address", address), ("target", target)) if v}
+        overrides = {k: v for k, v in (("address", address), ("target", otlp_target(target))) if v}
         if http_address is not None:
             overrides["http_address"] = http_address
         settings, otlp = load_settings(), load_otlp_settings(**overrides)
@@ -55,6 +59,16 @@ def otlp_receiver(address: str | None, http_address: str | None, target: str | N
     except (ConfigError, OSError) as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         sys.exit(2)
+
+
+def otlp_target(given: str | None) -> str | None:
+    """--target, else HOLISTIC_OTLP_TARGET (None: the settings read it), else the gateway of the `holistic up`
+    running here (holistic/run_state.py), else None: the settings' default."""
+    if given or os.environ.get("HOLISTIC_OTLP_TARGET"):
+        return given
+    from holistic.run_state import running_gateway
+
+    return running_gateway()
 
 
 COMMANDS = [quality_exporter, otlp_receiver]

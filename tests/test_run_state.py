@@ -112,3 +112,17 @@ def test_commands_find_the_running_stack_without_redis_url_or_target(tmp_path):
     assert not state_file.exists()  # removed on the way out
     after = run(["families", "list"], tmp_path, env)
     assert after.returncode == 2 and "no `holistic up` runs here" in after.stderr and "REDIS_URL" in after.stderr
+
+
+def test_the_otlp_receiver_submits_to_the_running_stack_unless_told_otherwise(tmp_path, monkeypatch):
+    from holistic_app.integrations_cli import otlp_target
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HOLISTIC_DATA_DIR", raising=False)
+    monkeypatch.delenv("HOLISTIC_OTLP_TARGET", raising=False)
+    assert otlp_target(None) is None  # nothing runs here: the settings' default
+    run_state.write(tmp_path / ".holistic", run_state.RunState(os.getpid(), time.time(), "unix:///x", "127.0.0.1:7"))
+    assert otlp_target(None) == "127.0.0.1:7"
+    assert otlp_target("10.0.0.1:50051") == "10.0.0.1:50051"  # --target first
+    monkeypatch.setenv("HOLISTIC_OTLP_TARGET", "10.0.0.2:50051")
+    assert otlp_target(None) is None  # the variable is the settings' to read
