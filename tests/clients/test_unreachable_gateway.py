@@ -86,7 +86,8 @@ def test_wait_for_ready_waits_for_the_gateway(cli, make_gateway, request):
     assert "cannot reach" not in done.stderr
 
 
-def test_python_cli_names_a_host_that_accepts_and_never_answers():
+@pytest.mark.parametrize("cli", ["python", "node", "go"])
+def test_a_host_that_accepts_and_never_answers_is_named_within_seconds(cli, request):
     """A black hole (the port accepts, nothing speaks HTTP/2) held each of 12 attempts for 30 s."""
     import socket
 
@@ -94,9 +95,16 @@ def test_python_cli_names_a_host_that_accepts_and_never_answers():
     silent.bind(("127.0.0.1", 0))
     silent.listen(16)
     target = f"127.0.0.1:{silent.getsockname()[1]}"
+    if cli == "python":
+        command = python_cli("models", target=target)
+    elif cli == "node":
+        request.getfixturevalue("node")
+        command = node_cli("models", target=target)
+    else:
+        command = [str(request.getfixturevalue("holistic_go")), "--target", target, "models"]
     try:
-        done, took = timed(python_cli("models", target=target))
+        done, took = timed(command)
     finally:
         silent.close()
-    assert done.returncode == 2 and "cannot reach the gateway at" in done.stderr
-    assert f"{target}: no answer within 5 s" in done.stderr and took < PROMPT_S
+    assert done.returncode == 2, done.stderr
+    assert f"cannot reach the gateway at {target}: no answer within 5 s" in done.stderr and took < PROMPT_S

@@ -6,6 +6,7 @@ package holistic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -49,6 +51,30 @@ type Client struct {
 	opts    Options
 	target  string
 	reached atomic.Bool // a call has had an answer from the gateway
+}
+
+// ConnectTimeout bounds the first contact of a client with FailUnreachable: a gateway that accepted the
+// connection answers well within it.
+const ConnectTimeout = 5 * time.Second
+
+// checkReachable runs one health check, bounded by ConnectTimeout, before the first call of a client with
+// FailUnreachable: a host that accepts the connection and never answers fails in seconds, not after 12
+// attempts of 30 s. Any answer (even UNIMPLEMENTED) is a server; a refused connection is named at once.
+func (c *Client) checkReachable(ctx context.Context) error {
+	if !c.opts.FailUnreachable || c.reached.Load() || c.conn == nil {
+		return nil
+	}
+	hctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	_, err := healthpb.NewHealthClient(c.conn).Check(hctx, &healthpb.HealthCheckRequest{})
+	if status.Code(err) == codes.DeadlineExceeded && ctx.Err() == nil {
+		return &UnreachableError{Target: c.target, Cause: fmt.Sprintf("no answer within %g s", ConnectTimeout.Seconds())}
+	}
+	if u := c.unreachable(err); err != nil && u != nil {
+		return u
+	}
+	c.reached.Store(true)
+	return nil
 }
 
 // unreachable is an *UnreachableError when the options say to fail at once and the gateway was never reached.
@@ -135,6 +161,9 @@ func retryDelay(err error, attempt int) (time.Duration, bool) {
 // call runs one unary attempt at a time with its own deadline until it succeeds, fails for good, runs
 // out of attempts or ctx ends.
 func (c *Client) call(ctx context.Context, attempt func(ctx context.Context) error) error {
+	if err := c.checkReachable(ctx); err != nil {
+		return err
+	}
 	for n := 1; ; n++ {
 		actx, cancel := context.WithTimeout(c.WithToken(ctx), c.opts.Timeout)
 		err := attempt(actx)
@@ -197,6 +226,9 @@ func (c *Client) GetProfile(ctx context.Context, model string, window Window) (*
 func (c *Client) WatchProfile(ctx context.Context, model string, window Window, fn func(*pb.Profile) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := c.checkReachable(ctx); err != nil {
+		return err
+	}
 	stream, err := c.Stub.WatchProfile(c.WithToken(ctx), window.watchRequest(model))
 	if err != nil {
 		if u := c.unreachable(err); u != nil {

@@ -81,6 +81,8 @@ function windowFields(window) {
   return { window: { case: "preset", value: WINDOWS[window] } };
 }
 
+const CONNECT_TIMEOUT_MS = 5_000; // a gateway that accepted the connection answers well within this
+
 export class HolisticClient {
   /**
    * @param {string} target gateway host:port
@@ -129,7 +131,27 @@ export class HolisticClient {
     return null;
   }
 
+  /** Before the first call of a client that does not wait: one health check bounded by CONNECT_TIMEOUT_MS,
+   * so a host that accepts the connection and never answers fails in seconds, not after 12 attempts of 30 s.
+   * Any answer (even UNIMPLEMENTED) is a server; a refused connection is named at once. */
+  async #checkReachable() {
+    if (this.waitForReady || this.reached) return;
+    await new Promise((resolve, reject) => {
+      const options = { deadline: new Date(Date.now() + CONNECT_TIMEOUT_MS) };
+      this.stub.makeUnaryRequest("/grpc.health.v1.Health/Check", () => Buffer.alloc(0), (b) => b, {}, new grpc.Metadata(), options, (err) => {
+        if (err?.code === grpc.status.DEADLINE_EXCEEDED) {
+          return reject(new UnreachableError(this.target, `no answer within ${CONNECT_TIMEOUT_MS / 1000} s`));
+        }
+        const unreachable = err ? this.#unreachable(err) : null;
+        if (unreachable) return reject(unreachable);
+        this.reached = true;
+        return resolve();
+      });
+    });
+  }
+
   async #call(method, request) {
+    await this.#checkReachable();
     for (let attempt = 1; ; attempt += 1) {
       try {
         const reply = await this.#unary(method, request);
@@ -220,6 +242,7 @@ export class HolisticClient {
 
   /** The profile now, then a fresh one per applied batch; stop with `break` or an AbortSignal. */
   async *watchProfile(model, window = "all", { signal } = {}) {
+    await this.#checkReachable();
     const call = this.stub.watchProfile(create(WatchProfileRequestSchema, { model, ...windowFields(window) }), this.metadata);
     const abort = () => call.cancel();
     signal?.addEventListener("abort", abort, { once: true });
