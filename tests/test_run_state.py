@@ -110,8 +110,10 @@ def test_commands_find_the_running_stack_without_redis_url_or_target(tmp_path):
             up.kill()
             up.wait()
     assert not state_file.exists()  # removed on the way out
-    after = run(["families", "list"], tmp_path, env)
+    after = run(["dlq", "list"], tmp_path, env)
     assert after.returncode == 2 and "no `holistic up` runs here" in after.stderr and "REDIS_URL" in after.stderr
+    listed = run(["families", "list"], tmp_path, env)  # the installed families still show, and why no more
+    assert listed.returncode == 0 and "deployed and backlog unknown: no Redis" in " ".join(listed.stderr.split())
 
 
 def test_the_otlp_receiver_submits_to_the_running_stack_unless_told_otherwise(tmp_path, monkeypatch):

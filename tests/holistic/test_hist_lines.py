@@ -39,7 +39,7 @@ def chunks(r: redis.Redis, key: str, field: str = FIELD) -> list[str]:
 
 def apply(r: redis.Redis, key: str, stats: Stats) -> None:
     ops = stats.lua_ops()
-    keys = [key + ":done", key + ":updates", key]
+    keys = [key + ":done", key + ":updates", key + ":deleted", key]  # apply.lua: done, updates, tombstone, hashes
     args = [str(next(_seq)), 100, "fam", "1", "", 0, len(ops) // 3, *ops]
     assert Scripts(r).apply(keys=keys, args=args) == 1
 
