@@ -221,54 +221,13 @@ class EvaluationService:
 
 def handlers(service: EvaluationService) -> grpc.GenericRpcHandler:
     """Like the generated add_*_to_server, except that requests arrive as bytes: gateway/wire.py parses them
-    so that a malformed one is INVALID_ARGUMENT naming its field."""
-    return grpc.method_handlers_generic_handler(
-        SERVICE,
-        {
-            "SubmitPredictions": grpc.unary_unary_rpc_method_handler(
-                service.SubmitPredictions,
-                request_deserializer=None,
-                response_serializer=es.SubmitPredictionsResponse.SerializeToString,
-            ),
-            "GetProfile": grpc.unary_unary_rpc_method_handler(
-                service.GetProfile,
-                request_deserializer=None,
-                response_serializer=es.GetProfileResponse.SerializeToString,
-            ),
-            "WatchProfile": grpc.unary_stream_rpc_method_handler(
-                service.WatchProfile,
-                request_deserializer=None,
-                response_serializer=es.WatchProfileResponse.SerializeToString,
-            ),
-            "Perturb": grpc.unary_unary_rpc_method_handler(
-                service.Perturb,
-                request_deserializer=None,
-                response_serializer=es.PerturbResponse.SerializeToString,
-            ),
-            "ListModels": grpc.unary_unary_rpc_method_handler(
-                service.ListModels,
-                request_deserializer=None,
-                response_serializer=es.ListModelsResponse.SerializeToString,
-            ),
-            "ListFamilies": grpc.unary_unary_rpc_method_handler(
-                service.ListFamilies,
-                request_deserializer=None,
-                response_serializer=es.ListFamiliesResponse.SerializeToString,
-            ),
-            "ReadAudit": grpc.unary_unary_rpc_method_handler(
-                service.ReadAudit,
-                request_deserializer=None,
-                response_serializer=es.ReadAuditResponse.SerializeToString,
-            ),
-            "DeleteModel": grpc.unary_unary_rpc_method_handler(
-                service.DeleteModel,
-                request_deserializer=None,
-                response_serializer=es.DeleteModelResponse.SerializeToString,
-            ),
-            "DeleteTenantData": grpc.unary_unary_rpc_method_handler(
-                service.DeleteTenantData,
-                request_deserializer=None,
-                response_serializer=es.DeleteTenantDataResponse.SerializeToString,
-            ),
-        },
-    )
+    so that a malformed one is INVALID_ARGUMENT naming its field. One handler per RPC of the service's
+    descriptor, so a new RPC needs only its method here (a missing one fails at start)."""
+    table: dict[str, grpc.RpcMethodHandler] = {}
+    for method in es.DESCRIPTOR.services_by_name[SERVICE.rsplit(".", 1)[-1]].methods:
+        make = grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
+        reply = getattr(es, method.output_type.name)
+        table[method.name] = make(
+            getattr(service, method.name), request_deserializer=None, response_serializer=reply.SerializeToString
+        )
+    return grpc.method_handlers_generic_handler(SERVICE, table)

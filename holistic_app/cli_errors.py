@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from holistic.errors import ConfigError
+from holistic_client.errors import ClientError
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -18,12 +19,12 @@ def fail(message: str, code: int = 2) -> None:
 
 
 class OneLineErrors(click.Group):
-    """A group whose commands' configuration, connection and file errors end in one line."""
+    """A group whose commands' configuration, gateway, connection and file errors end in one line."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except ConfigError as exc:
+        except (ConfigError, ClientError) as exc:  # a ClientError is the gateway's answer, its field named
             fail(str(exc))
         except Exception as exc:
             redis = sys.modules.get("redis")  # imported by the commands that use it: `submit` does not

@@ -12,18 +12,11 @@ from pathlib import Path
 
 from holistic.supervisor import Child, Supervisor
 from holistic_app.up import free_address, wait_serving
+from tests.clients.test_dashboard_browser import wait_for
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 STUBBORN = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
             "print('ready', flush=True); time.sleep(120)"]  # fmt: skip
-
-
-def wait_until(check, what: str, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return value
 
 
 def test_a_dead_child_is_restarted_and_stop_ends_them_all(tmp_path):
@@ -38,7 +31,7 @@ def test_a_dead_child_is_restarted_and_stop_ends_them_all(tmp_path):
         sup.supervise_once()
         assert a.restarts == 1 and a.proc.pid != first and a.proc.poll() is None
         assert b.restarts == 0
-        wait_until(lambda: "ready" in (tmp_path / "b.log").read_text(), "the stubborn child's handler")
+        wait_for(lambda: "ready" in (tmp_path / "b.log").read_text(), "the stubborn child's handler")
     finally:
         started = time.monotonic()
         sup.stop()
@@ -59,9 +52,9 @@ def test_gateway_processes_restart_and_stop_together(redis_url):
                                "--processes", "2"], env=env)  # fmt: skip
     try:
         wait_serving(address, timeout_s=60)
-        pids = wait_until(lambda: len(children_of(parent.pid)) == 2 and children_of(parent.pid), "two gateways")
+        pids = wait_for(lambda: len(children_of(parent.pid)) == 2 and children_of(parent.pid), "two gateways")
         os.kill(pids[0], signal.SIGKILL)
-        again = wait_until(lambda: (c := children_of(parent.pid)) and len(c) == 2 and pids[0] not in c and c,
+        again = wait_for(lambda: (c := children_of(parent.pid)) and len(c) == 2 and pids[0] not in c and c,
                            "the killed gateway restarted")  # fmt: skip
         assert pids[1] in again
         wait_serving(address, timeout_s=60)

@@ -18,7 +18,14 @@ from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import profile_pb2 as pp
 from holistic.v1.prediction_pb2 import Prediction
-from holistic_client.errors import ClientError, InvalidPredictions, Unreachable, from_rpc_error, retry_delay_s
+from holistic_client.errors import (
+    ClientError,
+    InvalidPredictions,
+    Unreachable,
+    connect_failure,
+    from_rpc_error,
+    retry_delay_s,
+)
 from holistic_client.jsonl import Line
 
 __all__ = ["Client", "ClientError", "InvalidPredictions", "RetryNotice", "SubmitReport", "Unreachable"]
@@ -45,19 +52,6 @@ def _retryable(exc: BaseException) -> bool:
 
 
 CONNECT_TIMEOUT_S = 5.0  # a gateway that accepted the connection answers well within this
-
-# How gRPC core words a connection that was never made (refused, no route, unknown host, a TLS
-# handshake): the gateway was not reached, as opposed to a gateway that answered UNAVAILABLE.
-_CONNECT_FAILURE = re.compile(
-    r"failed to connect|connection refused|dns resolution failed|name resolution|errors resolving|no route to host|"
-    r"network is unreachable|handshake failed|connection reset|timed out",
-    re.IGNORECASE,
-)
-
-
-def _cause(details: str) -> str:
-    """The last, most specific part of gRPC's message: "Connection refused", not its whole chain."""
-    return details.rsplit(": ", 1)[-1].strip().rstrip("]") or details
 
 
 def _wait(fallback: Callable[..., float]) -> Callable[..., float]:
@@ -160,8 +154,8 @@ class Client:
         except grpc.RpcError as err:
             if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:  # type: ignore[attr-defined]
                 raise Unreachable(self.target, f"no answer within {CONNECT_TIMEOUT_S:g} s") from None
-            if self._unreachable(err):
-                raise Unreachable(self.target, _cause(err.details() or "")) from None  # type: ignore[attr-defined]
+            if (unreachable := self._unreachable(err)) is not None:
+                raise unreachable from None
         self._reached = True
 
     def _call(self, fn: Callable[..., object], request: object) -> object:
@@ -197,17 +191,17 @@ class Client:
                     self._reached = True
                     return reply
         except grpc.RpcError as err:
-            if self._unreachable(err):
-                raise Unreachable(self.target, _cause(err.details() or "")) from None  # type: ignore[attr-defined]
+            if (unreachable := self._unreachable(err)) is not None:
+                raise unreachable from None
             raise from_rpc_error(err) from None
         raise AssertionError("unreachable")
 
-    def _unreachable(self, exc: BaseException) -> bool:
-        """A connection never made, on a client that does not wait for the gateway to be ready."""
-        if self.wait_for_ready or self._reached or not isinstance(exc, grpc.RpcError):
-            return False
-        code, details = exc.code(), exc.details() or ""  # type: ignore[attr-defined]
-        return code == grpc.StatusCode.UNAVAILABLE and bool(_CONNECT_FAILURE.search(details))
+    def _unreachable(self, exc: BaseException) -> Unreachable | None:
+        """What to raise for a connection never made, on a client that does not wait for the gateway."""
+        if self.wait_for_ready or self._reached:
+            return None
+        cause = connect_failure(exc)
+        return None if cause is None else Unreachable(self.target, cause)
 
     # --- writing -----------------------------------------------------------------------------
     def submit(
@@ -333,8 +327,8 @@ class Client:
         except grpc.RpcError as err:
             if err.code() == grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
                 return
-            if self._unreachable(err):
-                raise Unreachable(self.target, _cause(err.details() or "")) from None  # type: ignore[attr-defined]
+            if (unreachable := self._unreachable(err)) is not None:
+                raise unreachable from None
             raise from_rpc_error(err) from None
 
     def list_families(self) -> list[es.FamilyStatus]:

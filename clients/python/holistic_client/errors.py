@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
@@ -24,6 +26,26 @@ class Unreachable(ClientError):
         )
         self.target = target
         self.cause = cause
+
+
+# How gRPC core words a connection that was never made (refused, no route, unknown host, a TLS
+# handshake): the gateway was not reached, as opposed to a gateway that answered UNAVAILABLE.
+_CONNECT_FAILURE = re.compile(
+    r"failed to connect|connection refused|dns resolution failed|name resolution|errors resolving|no route to host|"
+    r"network is unreachable|handshake failed|connection reset|timed out",
+    re.IGNORECASE,
+)
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """The cause ("Connection refused", the last and most specific part of gRPC's message) when `exc` says
+    the connection was never made; None for anything else, a gateway's own UNAVAILABLE included."""
+    if not isinstance(exc, grpc.RpcError) or exc.code() != grpc.StatusCode.UNAVAILABLE:  # type: ignore[attr-defined]
+        return None
+    details = exc.details() or ""  # type: ignore[attr-defined]
+    if not _CONNECT_FAILURE.search(details):
+        return None
+    return details.rsplit(": ", 1)[-1].strip().rstrip("]") or details
 
 
 class InvalidPredictions(ClientError):
