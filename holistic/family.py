@@ -1,9 +1,10 @@
 """A metric family author's whole API, in one module: `from holistic.family import ...`.
 
 A family (a plugin: one distribution, one `holistic.families` entry point) needs only what is named here:
-the declaration (FamilyBase and its parts), the statistics it returns and reads (Stats, Folded, key),
-metric values with their intervals, the quantile sketch, per-instance state, signatures, the messages it
-reads and writes, and the offline helpers its tests use. The modules behind these names may move; this
+the declaration (FamilyBase and its parts), the statistics it returns and reads (Stats, Folded, the
+typed names Count, Sum, SumSq and Quantity, key), metric values with their intervals, the quantile
+sketch, per-instance state, signatures, the messages it reads and writes, and the offline helpers its
+tests use. The modules behind these names may move; this
 module's names do not. An import-linter contract (tests/plugin_contract.toml) keeps the example plugins
 under tests/ on it, and docs/writing-a-family.md imports from nothing else.
 """
@@ -37,15 +38,17 @@ from holistic.settings import Settings, load_settings
 from holistic.shared_memo import SharedMemo
 from holistic.signature import make_signature
 from holistic.sketches import RELATIVE_ACCURACY, count_at_most, emit_moments, emit_sketch, quantile_metrics
-from holistic.stat_keys import Fields, key, split_tag, tag
+from holistic.stat_keys import ANY, Count, Fields, Quantity, Sum, SumSq, Totals, key, split_tag, tag
 from holistic.stats import Folded, Stats
 from holistic.v1.prediction_pb2 import Prediction
 from holistic.v1.profile_pb2 import Dimension, FamilyReport, GroupBreakdown, Metric, MetricSignature
 
 __all__ = [
+    "ANY",
     "RELATIVE_ACCURACY",
     "Axis",
     "BatchEnvelope",
+    "Count",
     "Dimension",
     "Family",
     "FamilyBase",
@@ -61,12 +64,16 @@ __all__ = [
     "MetricSignature",
     "Partial",
     "Prediction",
+    "Quantity",
     "Row",
     "ScenarioAccuracy",
     "ScenarioPart",
     "Settings",
     "SharedMemo",
     "Stats",
+    "Sum",
+    "SumSq",
+    "Totals",
     "at_least",
     "count_at_most",
     "emit_moments",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from holistic.instances import OVER_CAP
-from holistic.stat_keys import Fields, key, split_tag, tag
+from holistic.stat_keys import ANY, Count, Fields, Quantity, Sum, SumSq, key, split_tag, tag
 from holistic.stats import Folded, Stats, signature_field
 
 
@@ -88,3 +90,58 @@ def test_fields_is_a_read_only_mapping():
     assert f == {"a|n": 1.0}
     with pytest.raises(KeyError):
         f["b"]
+
+
+def test_typed_names_are_the_stored_strings_built_from_what_they_mean():
+    assert Count("scored", scenario="qa") == "scenario=qa|scored|n"
+    assert Sum("f1", scenario="qa", group=("dialect", "AAE")) == "scenario=qa|dialect=AAE|f1|sum"
+    assert SumSq("f1") == "f1|sumsq"
+    assert Quantity("len", scenario="a=b") == "scenario=a=b|len"  # a tag's value keeps its "="
+    assert Count("f1", scenario="qa").quantity.sum == Sum("f1", scenario="qa")
+    # parse is the inverse, and refuses what is not its kind
+    for typed in (Count("scored", scenario="qa"), Count("n"), Count("f1", group=("g", "x")), Sum("f1", scenario="s")):
+        back = type(typed).parse(typed)
+        assert (back, back.metric, back.scenario, back.group) == (typed, typed.metric, typed.scenario, typed.group)
+    assert Count.parse("scenario=qa|f1|sum") is None
+    assert Count.parse("#sig|n") is None
+    assert Count.parse("a|b|n") is None  # two untagged parts: an older layout, not a typed name
+    assert pickle.loads(pickle.dumps(Count("x", scenario="s"))).scenario == "s"
+
+
+@pytest.mark.parametrize(
+    ("build", "why"),
+    [
+        (lambda: Count("a|b"), "metric"),
+        (lambda: Count("a=b"), "metric"),
+        (lambda: Count("#sig"), "metric"),
+        (lambda: Count("x", scenario="a|b"), "scenario"),
+        (lambda: Count("x", group=("scenario", "v")), "group name"),
+        (lambda: Count("x", group=("g", "a|b")), "group value"),
+    ],
+)
+def test_typed_names_refuse_parts_that_would_read_back_as_another_name(build, why):
+    with pytest.raises(ValueError, match=why.split()[0]):
+        build()
+
+
+def test_a_fold_reads_typed_names_without_assembling_parts():
+    """Two scenarios' counts and one group's moments, written through Stats with typed names and read
+    back from the merged fields: values by name, each scenario by find, moments as a triple."""
+    st = Stats()
+    st.incr(Count("scored", scenario="qa"), 3)
+    st.incr(Count("scored", scenario="sum"), 1)
+    st.incr(Count("scored"), 4)  # the family-wide count, no scenario: not one of find(scenario=ANY)
+    for v in (0.5, 1.0):
+        st.add_moments(Quantity("f1", scenario="qa", group=("dialect", "AAE")), v)
+    st.add_moments(Quantity("f1", scenario="qa", group=("dialect", "SAE")), 0.25)
+    f = Folded.from_stats(st.merge(Stats()))
+    assert f[Count("scored", scenario="qa")] == 3.0
+    assert f.get(Count("scored", scenario="nope"), 0) == 0
+    assert f.find(Count("scored", scenario=ANY)) == [Count("scored", scenario="qa"), Count("scored", scenario="sum")]
+    assert [c.scenario for c in f.find(Count("scored", scenario=ANY))] == ["qa", "sum"]
+    assert f.find(Count("scored")) == [Count("scored")]
+    totals = f.moments(Quantity("f1", scenario="qa", group=("dialect", "AAE")))
+    assert totals == (2.0, 1.5, 1.25) and totals.mean == 0.75
+    by_dialect = f.find(Count("f1", scenario="qa", group=("dialect", ANY)))
+    assert [c.group for c in by_dialect] == [("dialect", "AAE"), ("dialect", "SAE")]
+    assert f.moments(Quantity("f1", scenario="none")) == (0.0, 0.0, 0.0)

@@ -16,8 +16,10 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from holistic.family import (
+    ANY,
     Axis,
     BatchEnvelope,
+    Count,
     Dimension,
     FamilyBase,
     FamilyConfig,
@@ -29,14 +31,12 @@ from holistic.family import (
     ScenarioPart,
     Settings,
     Stats,
-    key,
     make_signature,
     prediction_minute,
     proportion,
 )
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
-SCENARIO = "scn"  # "scn|<scenario>|scored" (grounded): a scenario's counts
 
 
 class HallucinationConfig(FamilyConfig):
@@ -62,29 +62,28 @@ class HallucinationFamily(FamilyBase):
         accept_s = envelope.accept_time.seconds
         for p in envelope.predictions:
             st = out[prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)]
-            st.incr("n")
+            st.incr(Count("outputs"))
             numbers = set(NUMBER.findall(p.output))
             if len(numbers) < self.config.min_numbers:
-                st.incr("unscored")
+                st.incr(Count("unscored"))
                 continue
             known = set(NUMBER.findall(" ".join([p.input, p.source, *p.references])))
-            st.incr(key(SCENARIO, p.scenario, "scored"))
+            st.incr(Count("scored", scenario=p.scenario))
             if numbers <= known:
-                st.incr(key(SCENARIO, p.scenario, "grounded"))
+                st.incr(Count("grounded", scenario=p.scenario))
         return dict(out)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
-        unscored = int(stats.num("unscored"))
-        report = FamilyReport(family=self.name, count=int(stats.num("n")), skipped=unscored)
+        unscored = int(stats.get(Count("unscored"), 0))
+        report = FamilyReport(family=self.name, count=int(stats.get(Count("outputs"), 0)), skipped=unscored)
         if unscored:
             report.skipped_reason = "fewer numbers than HOLISTIC_HALLUCINATION_MIN_NUMBERS"
         parts: dict[str, ScenarioPart] = {}
         scored = grounded = 0.0
-        for scn, f in stats.groups(SCENARIO).items():
-            if "scored" in f:
-                n, k = f.num("scored"), f.num("grounded")
-                parts[scn] = ScenarioPart(metrics=[proportion("grounded_numbers", self.name, k, n)], count=int(n))
-                scored, grounded = scored + n, grounded + k
+        for each in stats.find(Count("scored", scenario=ANY)):
+            n, k = stats[each], stats.get(Count("grounded", scenario=each.scenario), 0)
+            parts[each.scenario] = ScenarioPart(metrics=[proportion("grounded_numbers", self.name, k, n)], count=int(n))
+            scored, grounded = scored + n, grounded + k
         dim = Dimension(definition=self.axis.definition)  # type: ignore[union-attr]
         if scored:
             metric = proportion("grounded_numbers", self.name, grounded, scored)

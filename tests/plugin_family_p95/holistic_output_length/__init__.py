@@ -10,25 +10,26 @@ from __future__ import annotations
 from collections import defaultdict
 
 from holistic.family import (
+    ANY,
     BatchEnvelope,
+    Count,
     FamilyBase,
     FamilyFold,
     FamilyReport,
     Folded,
     MetricMetadata,
     MetricSignature,
+    Quantity,
     ScenarioPart,
     Settings,
     Stats,
     emit_sketch,
-    key,
     make_signature,
     prediction_minute,
     quantile_metrics,
 )
 
-ALL = "all"  # the sketch over every output; "<scenario>|len" per scenario
-LENGTH = "len"
+LENGTH = Quantity("len")  # the sketch over every output; Quantity("len", scenario=s) per scenario
 QUANTILES = (0.5, 0.95)
 
 
@@ -48,19 +49,17 @@ class OutputLengthFamily(FamilyBase):
         for minute, by_scenario in lengths.items():
             st = out[minute] = Stats()
             for scenario, values in by_scenario.items():
-                emit_sketch(st, key(scenario, LENGTH), values)
-                emit_sketch(st, key(ALL, LENGTH), values)
+                emit_sketch(st, Quantity("len", scenario=scenario), values)
+                emit_sketch(st, LENGTH, values)
         return out
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
-        total = stats.scope(ALL, LENGTH)
-        report = FamilyReport(family=self.name, count=int(total.get("n", 0)))
-        report.metrics.extend(self._metrics(total))
+        report = FamilyReport(family=self.name, count=int(stats.get(LENGTH.count, 0)))
+        report.metrics.extend(self._metrics(stats.scope(LENGTH)))
         parts = {}
-        for scenario in stats.names(having=key(LENGTH, "n")):
-            if scenario != ALL:
-                fields = stats.scope(scenario, LENGTH)
-                parts[scenario] = ScenarioPart(metrics=self._metrics(fields), count=int(fields["n"]))
+        for each in stats.find(Count("len", scenario=ANY)):  # each scenario's sketch, by its count
+            metrics = self._metrics(stats.scope(each.quantity))
+            parts[each.scenario] = ScenarioPart(metrics=metrics, count=int(stats[each]))
         return FamilyFold(report=report, scenarios=parts)
 
     def _metrics(self, fields: Folded) -> list:
