@@ -17,7 +17,7 @@ from pathlib import Path
 
 import redis
 
-from holistic.embedded_redis import EmbeddedRedis
+from holistic.redis.embedded import EmbeddedRedis
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.v1.prediction_pb2 import Prediction
 from holistic_app.demo import SAMPLE
@@ -128,7 +128,7 @@ def now() -> float:
     return time.perf_counter()
 
 
-# a script's keys name its family: the done bitmap, a statistics tier, an instance-state hash (holistic/keys.py)
+# a script's keys name its family: the done bitmap, a statistics tier, an instance-state hash (holistic/redis/keys.py)
 _FAMILY_KEY = re.compile(r"\}:(?:done|st|inst|sig):([^:\s]+)")
 
 

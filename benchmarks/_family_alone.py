@@ -21,14 +21,14 @@ def family_alone(path: Path, family: str, rows: int, batch: int) -> tuple[float,
     worker's loop (its caches warm as a worker's do), after one untimed batch (lazy imports, models)."""
     from google.protobuf import json_format
 
-    from holistic import envelope as env_mod
     from holistic.families import as_partial
+    from holistic.queue import envelope as env_mod
     from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-    from holistic.redis_conn import PACKER
+    from holistic.queue.work import WorkQueue
+    from holistic.redis.connection import PACKER
     from holistic.settings import load_settings
     from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
     from holistic.v1.prediction_pb2 import Prediction
-    from holistic.workqueue import WorkQueue
     from metric_services.runner import Worker
 
     by_model: dict[str, list[Prediction]] = defaultdict(list)

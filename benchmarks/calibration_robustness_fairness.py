@@ -19,14 +19,14 @@ import numpy as np
 import redis
 
 from benchmarks._common import median, now, private_redis
-from holistic import envelope as env_mod
-from holistic.keys import Keys
+from holistic.families.registry import load_family
+from holistic.queue import envelope as env_mod
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import load_family
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic.settings import load_settings
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.v1.prediction_pb2 import Prediction
-from holistic.workqueue import WorkQueue
 from holistic_app.demo import SAMPLE
 from holistic_client.jsonl import read_predictions
 from metric_services.calibration import confidence_of, label_of

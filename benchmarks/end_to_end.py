@@ -18,8 +18,8 @@ import grpc
 
 from benchmarks._common import median, now, private_redis, processes, requests, sample_predictions
 from benchmarks._results import Figure, record
+from holistic.families.registry import load_family
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import load_family
 from holistic.settings import load_settings
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc

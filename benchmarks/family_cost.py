@@ -25,8 +25,8 @@ import sys
 import time
 
 from holistic.families import as_partial
+from holistic.families.registry import installed, load_family
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import installed, load_family
 from holistic.settings import Settings, load_settings
 from holistic.v1.prediction_pb2 import TASK_SUMMARIZATION, Prediction
 from holistic_app.demo import SAMPLE

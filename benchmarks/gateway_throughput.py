@@ -20,9 +20,9 @@ import redis
 
 from benchmarks._common import median, now, private_redis, processes, requests
 from benchmarks._results import Figure, record
-from holistic import envelope
-from holistic.keys import Keys
+from holistic.queue import envelope
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.redis.keys import Keys
 
 BATCH = 256
 

@@ -27,7 +27,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from benchmarks._common import private_redis, processes, requests
-from holistic.keys import Keys
+from holistic.redis.keys import Keys
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 

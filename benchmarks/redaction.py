@@ -19,7 +19,7 @@ from gateway.redaction import Redactor
 from gateway.validation import validate
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings, load_settings
-from holistic.stats import Folded, Stats
+from holistic.stats.mergeable import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from metric_services.accuracy import AccuracyFamily

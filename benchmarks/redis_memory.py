@@ -22,9 +22,9 @@ import time
 import redis
 
 from benchmarks._common import private_redis, processes
-from holistic.keys import Keys
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic.v1.prediction_pb2 import TASK_FREE_GENERATION, Prediction
-from holistic.workqueue import WorkQueue
 from holistic_client import Client
 
 MB = 1 << 20

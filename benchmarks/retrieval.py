@@ -4,7 +4,7 @@ Queries are random rankings (per-document scores, as a reranker sends them) with
 the relevant document and two others, regular track (15 measures: Success@1-20, Recall@1-20, RR@5,
 10, 20). Four figures per size: (1) one worker replica end to end on a private Redis (AOF off):
 batches of 500 already on the stream, read, computed, the per-query state read and compare-and-set
-with the statistics (holistic/instances.py), acknowledged (the default: later judgments join);
+with the statistics (holistic/stats/instances.py), acknowledged (the default: later judgments join);
 (2) the same with HOLISTIC_RETRIEVAL_JUDGED_FINAL (judged rankings scored in compute, no per-query
 state); (3) the family's work without Redis, default settings (compute, then each query's metrics
 from its state: holistic.families.one_pass); (4) the loop a user
@@ -24,15 +24,15 @@ import pytrec_eval
 import redis
 
 from benchmarks._common import median, now, private_redis
-from holistic import envelope as env_mod
 from holistic.families import one_pass
-from holistic.keys import Keys
+from holistic.families.registry import load_family
+from holistic.queue import envelope as env_mod
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import load_family
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic.settings import load_settings
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
-from holistic.workqueue import WorkQueue
 from metric_services.runner import Worker
 
 BATCH = 500

@@ -2,7 +2,7 @@
 rates 1, 0.25 and 0.05, beside scoring every prediction, and what the estimate gives up.
 
 CPU: the demo's predictions in batches of 500 through what a worker does per batch before Redis:
-choosing the sample (holistic/sampling.py) and the family's compute, one core, time.process_time,
+choosing the sample (holistic/families/sampling.py) and the family's compute, one core, time.process_time,
 median of --runs; with the bundled classifier (a linear model: microseconds a text) and, with --bert,
 a neural one: a BERT of 4 layers, width 256 (random weights, built and exported to ONNX int8 here, as
 a team exports its own), the cost sampling is for. Redis's apply is not in it (the same per batch at
@@ -19,11 +19,10 @@ from pathlib import Path
 
 from benchmarks._common import median, sample_predictions
 from benchmarks._results import Figure, record
-from holistic import sampling
-from holistic.families import one_pass
+from holistic.families import one_pass, sampling
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from metric_services.toxicity import FAMILY, ToxicityFamily
 
 BATCH = 500

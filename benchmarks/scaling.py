@@ -42,12 +42,12 @@ import redis
 
 from benchmarks._common import median, now, private_redis, redis_cpu, sample_predictions, stop
 from benchmarks.summarization import corpus
-from holistic import envelope as env_mod
-from holistic.keys import Keys
+from holistic.queue import envelope as env_mod
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
-from holistic.workqueue import WorkQueue
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -196,7 +196,7 @@ def drain(w: Workload, replicas: int, tag: str, env: dict[str, str]) -> Run:
 
 def compute_share(path: str, index: int, count: int) -> None:
     """A bare process of the ceiling: load the family, say ready, compute its share on "go", say done."""
-    from holistic.registry import load_family
+    from holistic.families.registry import load_family
     from holistic.settings import Settings
 
     family_name, entries = pickle.loads(open(path, "rb").read())  # noqa: SIM115

@@ -29,7 +29,7 @@ from benchmarks._common import median, now
 from benchmarks._results import Figure, record
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
-from holistic.stats import Folded, Stats
+from holistic.stats.mergeable import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared import rouge
 from metric_services.summarization import FAMILY, SummarizationFamily

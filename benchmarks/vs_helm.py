@@ -54,8 +54,8 @@ import redis
 from benchmarks._common import ScriptTime, cpu_seconds, median, private_redis, redis_cpu, spawned
 from benchmarks._family_alone import family_alone
 from benchmarks._results import Figure, record
-from holistic import registry
-from holistic.keys import Keys
+from holistic.families import registry
+from holistic.redis.keys import Keys
 from holistic_app.demo import SAMPLE
 from tools.helm_conformance import HELM_VERSION, empty_punkt
 
@@ -305,11 +305,11 @@ STAGES: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("ingest in all (validation, Redis script)", "gateway/ingest.py:submit"),
     ]),
     "worker": ("metric_services/runner.py:run", [
-        ("read (XREADGROUP)", "holistic/workqueue.py:read"),
-        ("decode envelope", "holistic/envelope.py:envelope"),
+        ("read (XREADGROUP)", "holistic/queue/work.py:read"),
+        ("decode envelope", "holistic/queue/envelope.py:envelope"),
         ("compute", "runner.py:_compute"),
         ("apply (build args, instance state, Lua)", "runner.py:_apply_pipelined|runner.py:_apply_with_instances"),
-        ("ack", "holistic/workqueue.py:ack"),
+        ("ack", "holistic/queue/work.py:ack"),
     ]),
 }  # fmt: skip
 

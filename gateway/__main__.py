@@ -4,7 +4,7 @@ import asyncio
 import sys
 
 from gateway.server import serve
-from holistic.observability import setup_logging
+from holistic.process.observability import setup_logging
 from holistic.settings import load_settings
 
 settings = load_settings()

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
-from holistic.audit import Audit
-from holistic.tenants import TokenStore
+from holistic.tenancy.audit import Audit
+from holistic.tenancy.tenants import TokenStore
 
 log = logging.getLogger("holistic.gateway")
 
@@ -68,7 +68,7 @@ class BearerAuth(grpc.aio.ServerInterceptor):
     business."""
 
     def __init__(self, tokens: TokenStore, admins: TokenStore | None = None, trail: Audit | None = None) -> None:
-        """`trail`: where a tenant token's use is recorded (once an hour per token, holistic/audit.py)."""
+        """`trail`: where a tenant token's use is recorded (once an hour per token, holistic/tenancy/audit.py)."""
         self.tokens = tokens
         self.admins = admins if admins is not None else TokenStore()
         self.trail = trail

@@ -18,9 +18,9 @@ import redis.asyncio as aioredis
 from gateway.deployment import Deployment, group_name
 from gateway.poller import Poller
 from holistic.errors import Backpressure, Unavailable
-from holistic.keys import Keys
-from holistic.observability import BACKLOG, BACKLOG_CAP, DEAD_LETTERS, LAG, PENDING, REDIS_UP
-from holistic.redis_conn import RETRYABLE
+from holistic.process.observability import BACKLOG, BACKLOG_CAP, DEAD_LETTERS, LAG, PENDING, REDIS_UP
+from holistic.redis.connection import RETRYABLE
+from holistic.redis.keys import Keys
 
 log = logging.getLogger("holistic.gateway")
 

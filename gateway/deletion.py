@@ -7,7 +7,7 @@ Per model, in order:
    last batch sequence number: apply.lua merges no batch numbered up to it, so a worker that read a batch
    before the deletion and applies it after brings nothing back, and the model's next batch is numbered
    after it. The tombstone lives HOLISTIC_DELETION_TOMBSTONE_S, longer than any entry stays unacknowledged;
-2. the model's keys (a SCAN of its hash tag, each key counted under its key family of holistic/stored.py),
+2. the model's keys (a SCAN of its hash tag, each key counted under its key family of holistic/redis/stored.py),
    but the tombstone and the lock;
 3. its batches' entries on its shard of the work stream and on that shard's dead letters (XDEL, found by
    the entries' `m` and `s` fields);
@@ -29,14 +29,14 @@ from collections.abc import AsyncIterator, Callable
 
 import redis.asyncio as aioredis
 
-from holistic.keys import Keys, glob_escape
-from holistic.redis_conn import set_chunks
-from holistic.scripts import Scripts
+from holistic.queue.work import shard_of
+from holistic.redis.connection import set_chunks
+from holistic.redis.keys import Keys, glob_escape
+from holistic.redis.scripts import Scripts
+from holistic.redis.stored import INVENTORY, Inventory, Stored
 from holistic.settings import Settings
-from holistic.stored import INVENTORY, Inventory, Stored
-from holistic.tenants import DEFAULT_TENANT, internal_model, split_model
+from holistic.tenancy.tenants import DEFAULT_TENANT, internal_model, split_model
 from holistic.v1 import evaluation_service_pb2 as es
-from holistic.workqueue import shard_of
 
 log = logging.getLogger("holistic.gateway")
 
@@ -143,7 +143,7 @@ class Deleter:
             if gone and row is not None:
                 removed[row] += int(gone)
             elif gone:
-                log.warning("deleted a key no row of holistic/stored.py describes: %s", key)
+                log.warning("deleted a key no row of holistic/redis/stored.py describes: %s", key)
 
     async def _entries(
         self, stream: str, through: dict[str, int], row: Stored, removed: Counter[Stored], locks: _Locks

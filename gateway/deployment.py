@@ -14,7 +14,7 @@ import time
 import redis
 import redis.asyncio as aioredis
 
-from holistic.keys import Keys
+from holistic.redis.keys import Keys
 
 
 class Deployment:

@@ -25,9 +25,9 @@ import redis.asyncio as aioredis
 
 from gateway.poller import Poller
 from holistic.errors import ConfigError, Unavailable
-from holistic.observability import AOF_DELAYED_FSYNC, AOF_ENABLED, AOF_WAIT_SECONDS
-from holistic.redis_conn import RETRYABLE
-from holistic.scripts import Scripts
+from holistic.process.observability import AOF_DELAYED_FSYNC, AOF_ENABLED, AOF_WAIT_SECONDS
+from holistic.redis.connection import RETRYABLE
+from holistic.redis.scripts import Scripts
 
 log = logging.getLogger("holistic.gateway")
 
@@ -97,7 +97,7 @@ class AofWatch:
 
 @dataclass(frozen=True)
 class AofState:
-    """Where one Redis process's AOF stands, from INFO server + persistence (holistic/lua/aof_state.lua)."""
+    """Where one Redis process's AOF stands, from INFO server + persistence (holistic/redis/lua/aof_state.lua)."""
 
     run_id: str
     epoch: tuple[int, int]  # (rewrites, rewrite in progress): the size is recomputed when a rewrite ends
@@ -107,7 +107,7 @@ class AofState:
 
     @classmethod
     def of(cls, reply: list[Any]) -> AofState:
-        """From holistic/lua/aof_state.lua's reply (the INFO fields, parsed in Redis)."""
+        """From holistic/redis/lua/aof_state.lua's reply (the INFO fields, parsed in Redis)."""
         run_id, enabled, written, buffered, rewrites, rewriting = (
             x.decode() if isinstance(x, bytes) else str(x) for x in reply
         )

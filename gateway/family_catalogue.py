@@ -1,6 +1,6 @@
 """What `ListFamilies` answers: the families the gateway can fold and those the deployment runs.
 
-Installed comes from the entry points beside the gateway (holistic/registry.py), deployed from the
+Installed comes from the entry points beside the gateway (holistic/families/registry.py), deployed from the
 consumer groups on the work stream (gateway/deployment.py), the backlog from the backlog monitor's
 last poll, so the answer costs no Redis call beyond what the gateway reads anyway.
 """
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 from gateway.deployment import Deployment
 from holistic.families import Family
-from holistic.registry import installed
+from holistic.families.registry import installed
 from holistic.v1 import evaluation_service_pb2 as es
 
 

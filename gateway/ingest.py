@@ -29,16 +29,16 @@ from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofState
 from gateway.quota import Quotas
 from gateway.validation import validate
-from holistic import envelope
 from holistic.errors import AlreadyExists, Backpressure, ConfigError, FieldViolation, InvalidArgument, Unavailable
-from holistic.keys import Keys
+from holistic.queue import envelope
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.redis_conn import RETRYABLE, pipelined
-from holistic.scripts import Scripts
+from holistic.queue.work import shard_of
+from holistic.redis.connection import RETRYABLE, pipelined
+from holistic.redis.keys import Keys
+from holistic.redis.scripts import Scripts
 from holistic.settings import Settings
-from holistic.tenants import DEFAULT_TENANT, internal_model, split_model
+from holistic.tenancy.tenants import DEFAULT_TENANT, internal_model, split_model
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest, SubmitPredictionsResponse
-from holistic.workqueue import shard_of
 
 if TYPE_CHECKING:
     from gateway.redaction import Redactor

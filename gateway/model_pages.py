@@ -1,7 +1,7 @@
 """ListModels's pages (AIP-158): the page size a request may ask for, and page tokens.
 
 A token names the last model of the page before, so the next page starts after it in name order
-(the tenant's model index, holistic/keys.py `models_index`): models added between two pages are listed
+(the tenant's model index, holistic/redis/keys.py `models_index`): models added between two pages are listed
 once if they sort after the token and not at all on pages already read, and no model is listed twice.
 A token carries a version byte so that a later format can refuse an old token by name rather than
 misread it. It is opaque to callers and tells them nothing new (a model name of their own tenant, or any

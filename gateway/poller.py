@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from holistic.redis_conn import RETRYABLE
+from holistic.redis.connection import RETRYABLE
 
 log = logging.getLogger("holistic.gateway")
 

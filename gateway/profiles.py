@@ -15,16 +15,16 @@ import redis.asyncio as aioredis
 from gateway.deployment import Deployment
 from gateway.model_pages import Page, encode_token, page_of
 from gateway.read_limits import ReadLimits
-from holistic import pending as pending_mod
-from holistic import profile as profile_mod
-from holistic import windows
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
 from holistic.families import Family
-from holistic.keys import Keys
-from holistic.redis_conn import RETRYABLE, set_chunks
+from holistic.profile import fold as profile_mod
+from holistic.profile import pending as pending_mod
+from holistic.profile import windows
+from holistic.redis.connection import RETRYABLE, set_chunks
+from holistic.redis.keys import Keys
 from holistic.settings import Settings
-from holistic.stats import Folded
-from holistic.tenants import DEFAULT_TENANT, internal_model
+from holistic.stats.mergeable import Folded
+from holistic.tenancy.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
 
@@ -198,7 +198,7 @@ class ProfileReader:
     async def _pending(
         self, model: str, families: list[str], sig_ids: list[list[bytes]], meta: dict[str, float]
     ) -> list[pp.FamilyPending]:
-        """Per family, accepted minus applied (holistic/pending.py): one pipeline, two commands a
+        """Per family, accepted minus applied (holistic/profile/pending.py): one pipeline, two commands a
         family (BITCOUNT of its done bitmap, HMGET of its signature counts), whatever the model's size."""
         pipe = self.r.pipeline(transaction=False)
         for fam, ids in zip(families, sig_ids, strict=True):

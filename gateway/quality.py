@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from gateway import sequential
 from holistic.families import exported_metrics
-from holistic.registry import is_installed, load_family
+from holistic.families.registry import is_installed, load_family
 from holistic.v1 import profile_pb2 as pp
 
 AXIS_LABELS = ("tenant", "model", "axis", "window", "period")

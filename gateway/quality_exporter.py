@@ -29,9 +29,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.quality import QualitySeries, floor_family
 from holistic.errors import ConfigError, NotFound
-from holistic.redis_conn import RETRYABLE, async_client
+from holistic.redis.connection import RETRYABLE, async_client
 from holistic.settings import Settings
-from holistic.tenants import DEFAULT_TENANT, SEPARATOR
+from holistic.tenancy.tenants import DEFAULT_TENANT, SEPARATOR
 from holistic.v1 import profile_pb2 as pp
 
 log = logging.getLogger("holistic.quality")

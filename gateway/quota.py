@@ -12,11 +12,11 @@ import redis.asyncio as aioredis
 from gateway.deployment import Deployment
 from gateway.poller import Poller
 from holistic.errors import Backpressure
-from holistic.keys import Keys
-from holistic.redis_conn import set_chunks
-from holistic.scripts import Scripts
+from holistic.redis.connection import set_chunks
+from holistic.redis.keys import Keys
+from holistic.redis.scripts import Scripts
 from holistic.settings import Settings
-from holistic.tenants import TokenStore, internal_model
+from holistic.tenancy.tenants import TokenStore, internal_model
 
 log = logging.getLogger("holistic.gateway")
 MEASURE_CHUNK = 256  # models a round trip when measuring a tenant's backlog

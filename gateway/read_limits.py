@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
 from holistic.errors import Backpressure
-from holistic.observability import READS_REFUSED, WATCHES_OPEN
+from holistic.process.observability import READS_REFUSED, WATCHES_OPEN
 
 WAITING_PER_SLOT = 4  # reads a tenant may have queued per concurrent slot before it is refused
 RETRY_AFTER_S = 0.5

@@ -30,17 +30,17 @@ from gateway.profiles import ProfileReader
 from gateway.quota import Quotas
 from gateway.servicer import SERVICE, EvaluationService, handlers
 from gateway.watch import WatchHub
-from holistic.audit import Audit
 from holistic.errors import ConfigError
 from holistic.families import Family
-from holistic.keys import Keys
-from holistic.observability import serve_metrics
-from holistic.redis_conn import async_client, sync_client
-from holistic.registry import load_family
+from holistic.families.registry import load_family
+from holistic.process.observability import serve_metrics
+from holistic.process.supervisor import Child, Supervisor
+from holistic.queue.work import WorkQueue
+from holistic.redis.connection import async_client, sync_client
+from holistic.redis.keys import Keys
 from holistic.settings import Settings
-from holistic.supervisor import Child, Supervisor
-from holistic.tenants import TokenStore
-from holistic.workqueue import WorkQueue
+from holistic.tenancy.audit import Audit
+from holistic.tenancy.tenants import TokenStore
 
 log = logging.getLogger("holistic.gateway")
 LIVENESS = "liveness"
@@ -220,7 +220,7 @@ def serve_processes(settings: Settings, address: str | None, n: int) -> int:
     """N gateway processes on one port (gRPC sets SO_REUSEPORT): the kernel spreads connections.
 
     Python serves one core per process; this is how one host's gateway uses more of them. A
-    process that dies is restarted; SIGTERM stops them all (holistic/supervisor.py).
+    process that dies is restarted; SIGTERM stops them all (holistic/process/supervisor.py).
     """
     args = [sys.executable, "-m", "gateway"] + ([address] if address else [])
 

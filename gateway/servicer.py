@@ -18,11 +18,11 @@ from gateway.ingest import Ingestor
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.validation import NAME_RE
 from gateway.watch import WatchHub
-from holistic import audit
 from holistic.errors import FieldViolation, HolisticError, InvalidArgument
-from holistic.keys import Keys
-from holistic.observability import BATCHES, PREDICTIONS, new_traceparent, valid_traceparent
-from holistic.tenants import DEFAULT_TENANT, TENANT_RE, TokenStore
+from holistic.process.observability import BATCHES, PREDICTIONS, new_traceparent, valid_traceparent
+from holistic.redis.keys import Keys
+from holistic.tenancy import audit
+from holistic.tenancy.tenants import DEFAULT_TENANT, TENANT_RE, TokenStore
 from holistic.v1 import evaluation_service_pb2 as es
 
 log = logging.getLogger("holistic.gateway")

@@ -22,7 +22,7 @@ from holistic.errors import (
     Unauthenticated,
     Unavailable,
 )
-from holistic.observability import RPC_SECONDS
+from holistic.process.observability import RPC_SECONDS
 
 log = logging.getLogger("holistic.gateway")
 

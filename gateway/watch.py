@@ -24,8 +24,8 @@ from redis.crc import key_slot
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.read_limits import ReadLimits
 from holistic.errors import Unauthenticated
-from holistic.redis_conn import RETRYABLE
-from holistic.tenants import DEFAULT_TENANT, internal_model
+from holistic.redis.connection import RETRYABLE
+from holistic.tenancy.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.profile_pb2 import Profile
 
 log = logging.getLogger("holistic.gateway")

@@ -30,16 +30,16 @@ from holistic.families import (
     one_pass,
     prediction_minute,
 )
-from holistic.instances import InstanceSpec, Row, aggregate, at_least, fold_rows
-from holistic.intervals import mean_of_means, normal, wilson
-from holistic.metric_values import macro_mean, mean, plain, proportion, with_interval
+from holistic.families.shared_memo import SharedMemo
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings, load_settings
-from holistic.shared_memo import SharedMemo
-from holistic.signature import make_signature
-from holistic.sketches import RELATIVE_ACCURACY, count_at_most, emit_moments, emit_sketch, quantile_metrics
-from holistic.stat_keys import ANY, Count, Fields, Quantity, Sum, SumSq, Totals, key, split_tag, tag
-from holistic.stats import Folded, Stats
+from holistic.stats.instances import InstanceSpec, Row, aggregate, at_least, fold_rows
+from holistic.stats.intervals import mean_of_means, normal, wilson
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import macro_mean, mean, plain, proportion, with_interval
+from holistic.stats.names import ANY, Count, Fields, Quantity, Sum, SumSq, Totals, key, split_tag, tag
+from holistic.stats.sketches import RELATIVE_ACCURACY, count_at_most, emit_moments, emit_sketch, quantile_metrics
 from holistic.v1.prediction_pb2 import Prediction
 from holistic.v1.profile_pb2 import Dimension, FamilyReport, GroupBreakdown, Metric, MetricSignature
 

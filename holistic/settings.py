@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from holistic import registry
 from holistic.errors import ConfigError
-from holistic.run_state import DATA_DIR
+from holistic.families import registry
+from holistic.process.run_state import DATA_DIR
 
 # what HOLISTIC_REDACT=on can replace (Presidio's pattern recognizers' entity names)
 REDACT_ENTITIES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS")

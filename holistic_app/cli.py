@@ -41,7 +41,7 @@ def _settings() -> Settings:
 
 
 def _logging(settings: Settings) -> None:
-    from holistic.observability import setup_logging
+    from holistic.process.observability import setup_logging
 
     setup_logging(settings.log_format, settings.log_level)
 
@@ -138,10 +138,10 @@ def gateway(address: str | None, processes: int | None) -> None:
 @click.argument("family")
 def worker(family: str) -> None:
     """Run one replica of an installed metric family's service (start more to scale it)."""
-    from holistic.local_redis import with_local_redis
-    from holistic.observability import serve_metrics
-    from holistic.redis_conn import sync_client
-    from holistic.registry import load_family
+    from holistic.families.registry import load_family
+    from holistic.process.observability import serve_metrics
+    from holistic.redis.connection import sync_client
+    from holistic.redis.local import with_local_redis
     from metric_services.runner import run_worker
 
     settings = _settings()
@@ -207,10 +207,10 @@ def dashboard(
 @main.command()
 def janitor() -> None:
     """Trim the work stream below what every family still needs."""
-    from holistic.janitor import run_janitor
-    from holistic.local_redis import with_local_redis
-    from holistic.redis_conn import sync_client
-    from holistic.stop_signal import stop_on_signals
+    from holistic.process.stop_signal import stop_on_signals
+    from holistic.queue.janitor import run_janitor
+    from holistic.redis.connection import sync_client
+    from holistic.redis.local import with_local_redis
 
     settings = _settings()
     _logging(settings)
@@ -230,7 +230,7 @@ def tokens() -> None:
 @click.option("--admin", is_flag=True, help="An admin token (deletions) named TENANT, for HOLISTIC_ADMIN_TOKENS.")
 def tokens_new(tenant: str, admin: bool) -> None:
     """Print a new random token for TENANT, and the line to add to HOLISTIC_TOKENS(_FILE)."""
-    from holistic.tenants import TENANT_RE, hash_token, new_token
+    from holistic.tenancy.tenants import TENANT_RE, hash_token, new_token
 
     if not TENANT_RE.fullmatch(tenant):
         err.print(f"[red]error:[/red] a {'name' if admin else 'tenant name'} must match {TENANT_RE.pattern}")
@@ -247,10 +247,10 @@ def dlq() -> None:
 
 
 def _queues(settings: Settings) -> list:  # type: ignore[type-arg]
-    from holistic.keys import Keys
-    from holistic.local_redis import with_local_redis
-    from holistic.redis_conn import sync_client
-    from holistic.workqueue import WorkQueue
+    from holistic.queue.work import WorkQueue
+    from holistic.redis.connection import sync_client
+    from holistic.redis.keys import Keys
+    from holistic.redis.local import with_local_redis
 
     client, keys = sync_client(with_local_redis(settings)), Keys(settings.key_prefix)
     return [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]

@@ -14,18 +14,18 @@ from rich.table import Table
 from holistic.errors import ConfigError
 
 if TYPE_CHECKING:
+    from holistic.queue.work import WorkQueue
     from holistic.settings import Settings
-    from holistic.workqueue import WorkQueue
 
 err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 
 
 def _queues(settings: Settings) -> list[WorkQueue]:
     # imported here: redis and pydantic cost every `holistic` command ~0.2 s at start, `submit` included
-    from holistic.keys import Keys
-    from holistic.local_redis import with_local_redis
-    from holistic.redis_conn import sync_client
-    from holistic.workqueue import WorkQueue
+    from holistic.queue.work import WorkQueue
+    from holistic.redis.connection import sync_client
+    from holistic.redis.keys import Keys
+    from holistic.redis.local import with_local_redis
 
     client, keys = sync_client(with_local_redis(settings)), Keys(settings.key_prefix)
     return [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
@@ -94,7 +94,7 @@ def _backlog() -> dict[str, int]:
 
 def _installed_and(backlog: dict[str, int] | None) -> list[Row]:
     """Every family installed beside this command or deployed; `backlog` None: deployment unknown."""
-    from holistic.registry import installed, load_family
+    from holistic.families.registry import installed, load_family
 
     rows: list[Row] = []
     for name in sorted(set(installed()) | set(backlog or {})):
@@ -121,7 +121,7 @@ def _from_gateway(target: str, token: str | None) -> list[Row]:
 def families_add(names: tuple[str, ...]) -> None:
     """Create the consumer groups of installed families: the gateway stamps batches for them from now on,
     and they wait for the families' workers."""
-    from holistic.registry import load_family
+    from holistic.families.registry import load_family
 
     settings = _settings()
     for name in names:

@@ -20,8 +20,8 @@ err = Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 def quality_exporter(address: str | None) -> None:
     """Serve profile quality (axes, intervals, main metrics) as Prometheus series."""
     from gateway.quality_exporter import load_quality_settings, serve
-    from holistic.local_redis import with_local_redis
-    from holistic.observability import setup_logging
+    from holistic.process.observability import setup_logging
+    from holistic.redis.local import with_local_redis
     from holistic.settings import load_settings
 
     try:
@@ -45,7 +45,7 @@ def quality_exporter(address: str | None) -> None:
 def otlp_receiver(address: str | None, http_address: str | None, target: str | None) -> None:
     """Receive OpenTelemetry GenAI spans and log records (OTLP/gRPC and OTLP/HTTP) and submit the
     chat calls among them as predictions, exactly once."""
-    from holistic.observability import setup_logging
+    from holistic.process.observability import setup_logging
     from holistic.settings import load_settings
     from holistic_client.otlp.receiver import load_otlp_settings, serve
 
@@ -63,10 +63,10 @@ def otlp_receiver(address: str | None, http_address: str | None, target: str | N
 
 def otlp_target(given: str | None) -> str | None:
     """--target, else HOLISTIC_OTLP_TARGET (None: the settings read it), else the gateway of the `holistic up`
-    running here (holistic/run_state.py), else None: the settings' default."""
+    running here (holistic/process/run_state.py), else None: the settings' default."""
     if given or os.environ.get("HOLISTIC_OTLP_TARGET"):
         return given
-    from holistic.run_state import running_gateway
+    from holistic.process.run_state import running_gateway
 
     return running_gateway()
 

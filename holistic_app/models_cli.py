@@ -33,7 +33,7 @@ def models(ctx: click.Context, target: str, connect: Connect) -> None:
 
 def _configured() -> Path | None:
     """The toxicity family's model directory (HOLISTIC_TOXICITY_MODEL), as its worker would read it."""
-    from holistic.registry import load_family
+    from holistic.families.registry import load_family
 
     try:
         return load_family("toxicity").configured().config.model  # type: ignore[attr-defined]

@@ -18,13 +18,13 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from holistic import run_state
-from holistic.embedded_redis import EmbeddedRedis
 from holistic.errors import ConfigError
-from holistic.run_state import RunState
+from holistic.process import run_state
+from holistic.process.run_state import RunState
+from holistic.process.supervisor import Child, Supervisor
+from holistic.redis.embedded import EmbeddedRedis
 from holistic.settings import Settings
-from holistic.supervisor import Child, Supervisor
-from holistic.tenants import first_bare_token
+from holistic.tenancy.tenants import first_bare_token
 
 log = logging.getLogger("holistic.up")
 
@@ -105,7 +105,7 @@ class Stack:
         except ConfigError:
             self.stop()
             raise
-        # what every other command run here reads to find this stack (holistic/run_state.py)
+        # what every other command run here reads to find this stack (holistic/process/run_state.py)
         state = RunState(os.getpid(), time.time(), self.redis_url, self.address, self.dashboard_url)
         run_state.write(self.data_dir, state)
 
@@ -145,7 +145,7 @@ class Stack:
         return self.supervisor.children
 
     def run_forever(self) -> None:
-        """Restart any child that dies until SIGTERM or SIGINT (holistic/supervisor.py)."""
+        """Restart any child that dies until SIGTERM or SIGINT (holistic/process/supervisor.py)."""
         self.supervisor.run()
 
     def stop(self) -> None:

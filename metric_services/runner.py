@@ -22,19 +22,18 @@ from typing import Any
 
 import redis
 
-from holistic import envelope as env_mod
-from holistic import sampling
-from holistic.families import Family, Partial, as_partial
-from holistic.instances import InstanceStore, StateConflict
-from holistic.keys import Keys
-from holistic.redis_conn import RETRYABLE
-from holistic.registry import load_family
+from holistic.families import Family, Partial, as_partial, sampling
+from holistic.families.registry import load_family
+from holistic.families.shared_memo import SharedMemo
+from holistic.families.signature import make_signature, signature_id
+from holistic.process.stop_signal import stop_on_signals
+from holistic.queue import envelope as env_mod
+from holistic.queue.work import WorkQueue
+from holistic.redis.connection import RETRYABLE
+from holistic.redis.keys import Keys
 from holistic.settings import Settings
-from holistic.shared_memo import SharedMemo
-from holistic.signature import make_signature, signature_id
-from holistic.stats import Stats
-from holistic.stop_signal import stop_on_signals
-from holistic.workqueue import WorkQueue
+from holistic.stats.instances import InstanceStore, StateConflict
+from holistic.stats.mergeable import Stats
 from metric_services import heap, minutes
 from metric_services.fault_plan import Faults
 from metric_services.middleware import Middleware
@@ -93,7 +92,7 @@ class Worker:
         if prepare is not None:  # optional: load models at start, and fail there on a bad configuration
             prepare(settings)
         self.settings = settings
-        # the share of predictions this family scores (holistic/sampling.py); a bad value stops it here
+        # the share of predictions this family scores (holistic/families/sampling.py); a bad value stops it here
         self.sample_rate = sampling.rate_for(self.family.name, bool(getattr(self.family, "samples", False)))
         self.keys = Keys(settings.key_prefix)
         shards = settings.worker_shards or list(range(settings.queue_shards))

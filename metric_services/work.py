@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from holistic import envelope as env_mod
 from holistic.families import Partial
-from holistic.keys import NEWEST_MINUTE, Keys
+from holistic.profile.windows import tier_buckets
+from holistic.queue import envelope as env_mod
+from holistic.redis.keys import NEWEST_MINUTE, Keys
 from holistic.settings import Settings
-from holistic.stats import Stats, signature_field
-from holistic.windows import tier_buckets
+from holistic.stats.mergeable import Stats, signature_field
 
 UPDATES_MAXLEN = 1000  # entries kept on a model's updates stream (the watchers' wake-up calls)
 

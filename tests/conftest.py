@@ -17,8 +17,8 @@ import redis
 
 from gateway.server import Gateway
 from holistic.families import Family
-from holistic.redis_conn import PACKER
-from holistic.registry import installed, load_family
+from holistic.families.registry import installed, load_family
+from holistic.redis.connection import PACKER
 from holistic.settings import Settings, load_settings
 from holistic_client import Client
 from metric_services.runner import Worker

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from holistic.keys import Keys
-from holistic.stored import INVENTORY, Inventory
-from holistic.tenants import split_model
+from holistic.redis.keys import Keys
+from holistic.redis.stored import INVENTORY, Inventory
+from holistic.tenancy.tenants import split_model
 
 # the key families that hold model data, by the inventory: a <model> in the key (but the tombstone a deletion
 # leaves, one number that expires), the streams' entries (field m), the tenants' model sets and indexes (names)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from holistic import registry
+from holistic.families import registry
 
 HERE = Path(__file__).parent
 PLUGINS = {"hallucination": HERE / "plugin_family", "brevity": HERE / "plugin_family_two"}

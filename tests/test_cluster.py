@@ -16,12 +16,12 @@ import redis
 from click.testing import CliRunner
 from redis.cluster import RedisCluster
 
-from holistic import envelope
-from holistic.janitor import sweep
-from holistic.keys import Keys
-from holistic.redis_conn import sync_client
+from holistic.queue import envelope
+from holistic.queue.janitor import sweep
+from holistic.queue.work import WorkQueue, shard_of
+from holistic.redis.connection import sync_client
+from holistic.redis.keys import Keys
 from holistic.v1 import prediction_pb2 as pb
-from holistic.workqueue import WorkQueue, shard_of
 from holistic_app.cli import main
 from holistic_client import ClientError
 from metric_services.runner import Worker

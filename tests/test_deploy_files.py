@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from holistic.registry import installed
+from holistic.families.registry import installed
 from holistic_app.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ def test_dockerfile_installs_every_package_dir():
 
 def test_an_empty_variable_is_unset(monkeypatch):
     """Compose passes `${HOLISTIC_TOXICITY_MODEL:-}` through as ""; that must mean the bundled model, not "."."""
-    from holistic.registry import load_family
+    from holistic.families.registry import load_family
     from holistic.settings import load_settings
 
     monkeypatch.setenv("HOLISTIC_TOXICITY_MODEL", "")

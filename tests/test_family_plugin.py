@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from holistic import registry
+from holistic.families import registry
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.radar import radar_data, render
 from tests.conftest import drain

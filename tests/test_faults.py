@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from holistic import envelope
-from holistic.keys import Keys
+from holistic.queue import envelope
+from holistic.redis.keys import Keys
 from holistic_app.up import free_address, wait_port, wait_serving
 from holistic_client import Client
 from tests.conftest import start_redis

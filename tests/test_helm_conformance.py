@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from holistic.registry import load_family
+from holistic.families.registry import load_family
 from holistic.v1 import prediction_pb2 as pb
 from tests.conftest import drain
 from tools import conformance_fixture

@@ -71,7 +71,7 @@ def test_sigterm_stops_it_cleanly_as_pid_1(redis_url, args, ready):
 # exactly that: the janitor ignored SIGTERM about once in a few hundred runs.
 SIGNAL_INSIDE_WAIT = """
 import os, signal, threading
-from holistic.stop_signal import stop_on_signals
+from holistic.process.stop_signal import stop_on_signals
 stop = threading.Event()
 stop_on_signals(stop)
 with stop._cond:  # what Event.wait holds between its checks

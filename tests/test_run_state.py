@@ -1,4 +1,4 @@
-"""Every command finds what `holistic up` started: its run-state file (holistic/run_state.py).
+"""Every command finds what `holistic up` started: its run-state file (holistic/process/run_state.py).
 
 Reproduced first: under a running `holistic up`, `holistic families list` and `holistic
 quality-exporter` failed with "REDIS_URL is not set" while `holistic dlq list` worked."""
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from holistic import run_state
 from holistic.errors import ConfigError
-from holistic.keys import Keys
-from holistic.local_redis import with_local_redis
+from holistic.process import run_state
+from holistic.redis.keys import Keys
+from holistic.redis.local import with_local_redis
 from holistic.settings import load_settings
 from holistic_app.up import free_address
 

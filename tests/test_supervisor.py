@@ -1,4 +1,4 @@
-"""One supervisor for `holistic up`'s stack and `holistic gateway --processes N` (holistic/supervisor.py):
+"""One supervisor for `holistic up`'s stack and `holistic gateway --processes N` (holistic/process/supervisor.py):
 a child that dies is restarted, stopping ends every child, one that ignores SIGTERM is killed."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from holistic.supervisor import Child, Supervisor
+from holistic.process.supervisor import Child, Supervisor
 from holistic_app.up import free_address, wait_serving
 from tests.clients.test_dashboard_browser import wait_for
 

@@ -5,7 +5,7 @@ Built, never committed, like the protobuf stubs: run by the hatch build hook (an
 ./dev. Only a C compiler and the Python headers are needed, no setuptools. Where neither is there
 (a slim container building from source), each runs without its module: gateway/wire_proof.py falls
 back to the pure-Python proof and says so once in its log; holistic_client/json_wire.py parses every
-line in Python; metric_services/minutes.py counts in Python; holistic/redis_conn.py packs commands with hiredis.
+line in Python; metric_services/minutes.py counts in Python; holistic/redis/connection.py packs commands with hiredis.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ SOURCES = {
     "gateway/_wireproof": "gateway/_wireproof.c",
     "clients/python/holistic_client/_jsonline": "clients/python/holistic_client/_jsonline.c",
     "metric_services/_minutes": "metric_services/_minutes.c",
-    "holistic/_resp": "holistic/_resp.c",
+    "holistic/redis/_resp": "holistic/redis/_resp.c",
 }
 PACKAGE_DIRS = {"clients/python/": ""}  # source folder prefix -> where the package sits in a wheel
 

@@ -8,7 +8,7 @@
   the OTLP receiver's), with the environment variable, type, default and description pydantic holds.
 - api.md: `protos/holistic/v1` rendered from protoc's descriptors with their comments.
 - benchmarks.md: every record under benchmarks/results/, newest first per benchmark.
-- storage.md: every Redis key family (holistic/stored.py): what it holds, who writes it, how long it lives.
+- storage.md: every Redis key family (holistic/redis/stored.py): what it holds, who writes it, how long it lives.
 
 Only built-in families are written (a plugin installed beside them documents itself), so the pages do not
 depend on what else happens to be installed. `tests/test_docs_reference.py` fails when a page drifts.
@@ -39,7 +39,7 @@ def _cell(text: object) -> str:
 
 
 def _families() -> list[Any]:
-    from holistic.registry import installed, load_family
+    from holistic.families.registry import installed, load_family
 
     fams = [load_family(name) for name in installed()]
     return sorted((f for f in fams if type(f).__module__.startswith(BUILT_IN_MODULE)), key=lambda f: f.name)
@@ -127,7 +127,7 @@ def _settings_table(cls: type[BaseSettings]) -> Iterator[str]:
 
 def _settings_classes() -> Iterable[tuple[str, str, type[BaseSettings]]]:
     from gateway.quality_exporter import QualitySettings
-    from holistic import sampling
+    from holistic.families import sampling
     from holistic.settings import Settings
     from holistic_client.otlp.settings import OtlpSettings
 
@@ -277,14 +277,14 @@ def api_page() -> str:
 
 # --- storage -------------------------------------------------------------------------------------------------
 def storage_page() -> str:
-    from holistic.keys import Keys
-    from holistic.stored import INVENTORY, RAW_TEXT
+    from holistic.redis.keys import Keys
+    from holistic.redis.stored import INVENTORY, RAW_TEXT
 
     keys = Keys()
     lines = [
         "# What is stored\n",
-        "Every key the service writes to Redis, from `holistic/stored.py` (which calls the key builders of",
-        "`holistic/keys.py`, so this table names real keys). A test runs the service over the demo predictions",
+        "Every key the service writes to Redis, from `holistic/redis/stored.py` (which calls the key builders of",
+        "`holistic/redis/keys.py`, so this table names real keys). A test runs the service over the demo predictions",
         "and fails on any key this table does not describe. `<name>` stands for a value; `hl` is the default",
         "`HOLISTIC_KEY_PREFIX`; `{...}` is a Redis Cluster hash tag. Only the rows marked **raw text** hold what",
         "users submitted (prompts, outputs, references, sources); every other key holds statistics, counts,",

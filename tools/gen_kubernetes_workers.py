@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "deploy" / "kubernetes" / "base" / "workers"
 sys.path.insert(0, str(ROOT))
 
-from holistic.keys import Keys  # noqa: E402
-from holistic.registry import installed  # noqa: E402
+from holistic.families.registry import installed  # noqa: E402
+from holistic.redis.keys import Keys  # noqa: E402
 
 
 @dataclass(frozen=True)

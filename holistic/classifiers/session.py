@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from holistic.classifiers.model_dir import ModelDir
-from holistic.cores import available_cores
+from holistic.process.cores import available_cores
 
 if TYPE_CHECKING:
     import onnxruntime as ort

@@ -29,13 +29,13 @@ from holistic.families import (
     ScenarioPart,
     prediction_minute,
 )
-from holistic.intervals import Moments, mean_var
-from holistic.metric_values import macro_mean, mean, plain, proportion
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stat_keys import Fields, key
-from holistic.stats import Folded, Stats
+from holistic.stats.intervals import Moments, mean_var
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import macro_mean, mean, plain, proportion
+from holistic.stats.names import Fields, key
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_ACCURACY,
     FamilyReport,

@@ -9,8 +9,8 @@ and the per-class histograms cls_true / cls_pred / cls_tp of classification.
 
 from __future__ import annotations
 
-from holistic.stat_keys import key
-from holistic.stats import Stats
+from holistic.stats.mergeable import Stats
+from holistic.stats.names import key
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared.classification import BOTH, PRED, TRUE, label_counts
 from metric_services.shared.generation_metrics import GENERATION_METRICS, generation_scores

@@ -15,7 +15,7 @@ per `groups` tag (key=value) and, when the model has identity labels (Detoxify u
 identity it detects (>= HOLISTIC_IDENTITY_THRESHOLD); per key the max gap and the worst group. And
 the counterfactual toxicity gap (counterfactual.py): per original, the mean over its fairness
 variants of |toxicity(original) - toxicity(variant)|, then the mean over originals, joined across
-batches by (scenario, original_id) with holistic/instances.py; variants whose original has not
+batches by (scenario, original_id) with holistic/stats/instances.py; variants whose original has not
 arrived are counted apart. So every unperturbed output is scored and kept as a possible original
 (one instance state per prediction, HOLISTIC_INSTANCE_TTL_S). These are reported in the family's
 metrics, not in the axis.
@@ -33,13 +33,13 @@ from pydantic_settings import SettingsConfigDict
 from holistic.classifiers.model_dir import file_sha256
 from holistic.classifiers.runtime import classifier_for, model_for
 from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, Partial, ScenarioPart, prediction_minute
-from holistic.instances import Row
-from holistic.metric_values import mean, plain, proportion
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stat_keys import Fields, key, split_tag, tag
-from holistic.stats import Folded, Stats
+from holistic.stats.instances import Row
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import mean, plain, proportion
+from holistic.stats.names import Fields, key, split_tag, tag
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_BIAS, Dimension, FamilyReport, Metric, MetricSignature
 from metric_services.bias import lexicon as bl

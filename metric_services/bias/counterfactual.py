@@ -2,7 +2,7 @@
 
 A fairness-perturbed prediction (perturbation.family = FAIRNESS, e.g. gender or dialect swapped in
 the input) names its original by `perturbation.original_id`. The two halves join across batches,
-in any order, through holistic/instances.py: the instance is (scenario, original id); an
+in any order, through holistic/stats/instances.py: the instance is (scenario, original id); an
 unperturbed prediction fills its slot "o", a fairness variant the slot "v:<name>:<hash of its id>"
 of its original's instance (each slot reduced with max: a resubmitted prediction counts once).
 An empty output is kept as EMPTY (-1), so a pair with an empty half is known as unscored.
@@ -24,7 +24,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Mapping
 
-from holistic.instances import SEP, Reducer, Row, new_row
+from holistic.stats.instances import SEP, Reducer, Row, new_row
 from holistic.v1 import prediction_pb2 as pb
 
 ORIGINAL = "o"
@@ -39,7 +39,7 @@ CF_UNSCORED = "cf_unscored"
 class CounterfactualSpec:
     """InstanceSpec of the counterfactual pairs (quantities as in the module docstring)."""
 
-    thresholded = False  # holistic/instances.py: no quantity has thresholds
+    thresholded = False  # holistic/stats/instances.py: no quantity has thresholds
 
     def reducer(self, slot: str) -> Reducer:
         return "max"

@@ -23,13 +23,13 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, ScenarioPart, prediction_minute
-from holistic.intervals import Z95, normal
-from holistic.metric_values import plain, proportion, with_interval
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stat_keys import Fields, key
-from holistic.stats import OVER, Folded, Stats
+from holistic.stats.intervals import Z95, normal
+from holistic.stats.mergeable import OVER, Folded, Stats
+from holistic.stats.metric_values import plain, proportion, with_interval
+from holistic.stats.names import Fields, key
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_CALIBRATION,

@@ -1,6 +1,6 @@
 """Efficiency family: latency and time-to-first-token percentiles, tokens, throughput, objective.
 
-Percentiles come from the core's mergeable DDSketch (holistic/sketches.py, the one any family uses):
+Percentiles come from the core's mergeable DDSketch (holistic/stats/sketches.py, the one any family uses):
 every reported quantile is within 1 % of the exact order statistic of the data, whatever the batching.
 The relative accuracy is fixed by the family version (changing it would mix incompatible bins).
 The efficiency axis is the share of requests whose latency is within
@@ -16,13 +16,20 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from holistic.families import Axis, FamilyBase, FamilyConfig, FamilyFold, MetricMetadata, ScenarioPart
-from holistic.metric_values import mean, plain, proportion
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.sketches import RELATIVE_ACCURACY, bin_keys, count_at_most, emit_moments, emit_sketch, quantile_metrics
-from holistic.stat_keys import Fields, key
-from holistic.stats import Folded, Stats
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import mean, plain, proportion
+from holistic.stats.names import Fields, key
+from holistic.stats.sketches import (
+    RELATIVE_ACCURACY,
+    bin_keys,
+    count_at_most,
+    emit_moments,
+    emit_sketch,
+    quantile_metrics,
+)
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_EFFICIENCY,
     Dimension,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from holistic.metric_values import mean
-from holistic.stat_keys import Fields, key
-from holistic.stats import Stats
+from holistic.stats.mergeable import Stats
+from holistic.stats.metric_values import mean
+from holistic.stats.names import Fields, key
 from holistic.v1.profile_pb2 import Metric
 
 # field prefix -> HELM's metric name

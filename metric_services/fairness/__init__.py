@@ -20,13 +20,13 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from holistic.families import Axis, FamilyBase, FamilyConfig, FamilyFold, MetricMetadata, Partial
-from holistic.intervals import Moments, moments
-from holistic.metric_values import macro_mean, plain
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stat_keys import key, split_tag, tag
-from holistic.stats import Folded, Stats
+from holistic.stats.intervals import Moments, moments
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import macro_mean, plain
+from holistic.stats.names import key, split_tag, tag
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_FAIRNESS, GroupBreakdown, GroupValue, Metric, MetricSignature
 from metric_services.shared import worst_case

@@ -1,10 +1,10 @@
-"""Prometheus counters and histograms of a worker, labelled by family (holistic/observability.py)."""
+"""Prometheus counters and histograms of a worker, labelled by family (holistic/process/observability.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from holistic.observability import (
+from holistic.process.observability import (
     APPLIED,
     APPLIED_PREDICTIONS,
     APPLY_SECONDS,

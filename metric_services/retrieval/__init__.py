@@ -4,7 +4,7 @@ Scores TASK_RANKING predictions: a query (`input`), its candidate documents, the
 (an explicit order, per-document scores, or HELM's binary ranking adapter's Yes/No answers with
 log-probabilities) and judged relevance, complete, partial, or arriving later under the same id.
 runs.py turns a ranking into a run, measures.py computes trec_eval's measures for one query,
-queries.py joins rankings and judgments per query (holistic/instances.py), report.py folds.
+queries.py joins rankings and judgments per query (holistic/stats/instances.py), report.py folds.
 A scenario's main metric is HELM's for its track (RR@10 regular, NDCG@10 TREC) unless
 HOLISTIC_MAIN_METRICS names another of its metrics; it is the scenario's accuracy candidate.
 The family is a plugin like any other: nothing in the core or the gateway names it.
@@ -13,10 +13,10 @@ The family is a plugin like any other: nothing in the core or the gateway names 
 from __future__ import annotations
 
 from holistic.families import FamilyBase, FamilyFold, MetricMetadata, Partial
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from holistic.v1.profile_pb2 import MetricSignature
 from metric_services.retrieval import queries, report
 from metric_services.retrieval.config import RetrievalConfig

@@ -1,6 +1,6 @@
 """Scoring queries through per-query state, so that judgments join their ranking whenever they come.
 
-Every ranking and every judgments-only row is a row of a query instance of holistic/instances.py,
+Every ranking and every judgments-only row is a row of a query instance of holistic/stats/instances.py,
 keyed (scenario, prediction id), so they join in any order, batch or replica, exactly once. The
 instance's slots: "r:<doc>,<doc>,..." (1) the run's first MAX_K document ids (no measure looks
 further), "t:<...>" (1) the same for the run cut to the retriever's top valid_topk, and per
@@ -30,10 +30,10 @@ from operator import mul
 import numpy as np
 
 from holistic.families import Partial, prediction_minute
-from holistic.instances import SEP, Reducer, Row
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.stat_keys import key
-from holistic.stats import Stats
+from holistic.stats.instances import SEP, Reducer, Row
+from holistic.stats.mergeable import Stats
+from holistic.stats.names import key
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.retrieval import columns
 from metric_services.retrieval.config import RetrievalConfig
@@ -57,7 +57,7 @@ def _judgments_slot(rels: Mapping[str, int]) -> str:
 class QuerySpec:
     """InstanceSpec of a ranking query; `derive` applies the family's settings (track, valid_topk)."""
 
-    thresholded = False  # holistic/instances.py: no quantity has thresholds
+    thresholded = False  # holistic/stats/instances.py: no quantity has thresholds
 
     def __init__(self, config: RetrievalConfig) -> None:
         self.config = config

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from holistic.families import ScenarioAccuracy, ScenarioPart
-from holistic.instances import LATE, OVER_CAP
-from holistic.intervals import Moments, all_zero_or_one, mean_var
-from holistic.metric_values import macro_mean, mean, plain, proportion
 from holistic.settings import Settings
-from holistic.stat_keys import Fields
-from holistic.stats import Folded
+from holistic.stats.instances import LATE, OVER_CAP
+from holistic.stats.intervals import Moments, all_zero_or_one, mean_var
+from holistic.stats.mergeable import Folded
+from holistic.stats.metric_values import macro_mean, mean, plain, proportion
+from holistic.stats.names import Fields
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import FamilyReport, Metric
 from metric_services.retrieval.config import RetrievalConfig

@@ -3,16 +3,16 @@
 Per instance, the lowest score among its original and its robustness variants (typos, casing,
 contractions, whitespace, ...); per scenario the mean over instances; the robustness axis is the
 unweighted mean over scenarios, as the accuracy axis is. metric_services/shared/worst_case.py has the
-definitions and holistic/instances.py the per-instance state that joins rows in any order.
+definitions and holistic/stats/instances.py the per-instance state that joins rows in any order.
 """
 
 from __future__ import annotations
 
 from holistic.families import Axis, FamilyBase, FamilyFold, Partial
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_ROBUSTNESS, MetricSignature
 from metric_services.shared import worst_case

@@ -12,9 +12,9 @@ from pydantic import AliasChoices, Field
 
 from holistic.classifiers.runtime import Classifier
 from holistic.families import FamilyConfig
-from holistic.instances import LATE, OVER_CAP
-from holistic.metric_values import plain
-from holistic.stats import Folded
+from holistic.stats.instances import LATE, OVER_CAP
+from holistic.stats.mergeable import Folded
+from holistic.stats.metric_values import plain
 from holistic.v1.profile_pb2 import Metric
 
 

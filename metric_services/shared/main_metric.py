@@ -8,7 +8,7 @@ instance's perturbations, and group fairness averages it per group.
 from __future__ import annotations
 
 from holistic.settings import Settings
-from holistic.stat_keys import Fields
+from holistic.stats.names import Fields
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared.generation_metrics import generation_scores
 from metric_services.shared.ranking_score import ranking_main_metric, ranking_scores

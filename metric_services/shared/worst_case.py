@@ -1,5 +1,5 @@
 """HELM's worst case over perturbations (metric.py compute_worst_case_metrics), shared by the
-robustness and fairness families, on holistic/instances.py's per-instance state.
+robustness and fairness families, on holistic/stats/instances.py's per-instance state.
 
 A prediction's score is its scenario's main metric (metric_services/main_metric.py: the client's
 `correct` where given). An instance is (scenario, main metric, id): the unperturbed row has slot
@@ -35,13 +35,13 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from holistic.families import Partial, ScenarioPart, prediction_minute
-from holistic.instances import SEP, Reducer, Row, new_row
-from holistic.intervals import Moments, all_zero_or_one, mean_var, moments, wilson
-from holistic.metric_values import macro_mean, mean
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.stat_keys import Fields, key
-from holistic.stats import Folded, Stats
+from holistic.stats.instances import SEP, Reducer, Row, new_row
+from holistic.stats.intervals import Moments, all_zero_or_one, mean_var, moments, wilson
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import macro_mean, mean
+from holistic.stats.names import Fields, key
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import Interval, Metric
 from metric_services.shared.generation_metrics import GENERATION_METRICS
@@ -60,7 +60,7 @@ PER_INSTANCE = frozenset(METRICS) | frozenset(GENERATION_METRICS)
 class WorstCaseSpec:
     """InstanceSpec: every slot reduced with min; quantities as in the module docstring."""
 
-    thresholded = False  # holistic/instances.py: no quantity has thresholds
+    thresholded = False  # holistic/stats/instances.py: no quantity has thresholds
 
     def reducer(self, slot: str) -> Reducer:
         return "min"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from holistic.families import FamilyFold, MetricMetadata
-from holistic.instances import LATE, OVER_CAP
-from holistic.metric_values import macro_mean, plain
 from holistic.settings import Settings
-from holistic.stats import Folded
+from holistic.stats.instances import LATE, OVER_CAP
+from holistic.stats.mergeable import Folded
+from holistic.stats.metric_values import macro_mean, plain
 from holistic.v1.profile_pb2 import Dimension, FamilyReport, Metric
 from metric_services.shared.worst_case import ScenarioWorst, metric_macros, split_scenarios, variant_macros
 

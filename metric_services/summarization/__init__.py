@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from holistic.families import FamilyBase, FamilyFold, MetricMetadata, ScenarioPart
-from holistic.metric_values import plain
+from holistic.families.shared_memo import SharedMemo
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.shared_memo import SharedMemo
-from holistic.signature import make_signature
-from holistic.stats import Folded, Stats
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import plain
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import FamilyReport, Metric, MetricSignature
 from metric_services.summarization import corpus_scores, report
@@ -37,7 +37,9 @@ SEMANTIC_OFF = {
 
 
 class SummarizationFamily(FamilyBase):
-    samples = True  # its metrics are shares and means over outputs: a sample estimates them (holistic/sampling.py)
+    samples = (
+        True  # its metrics are shares and means over outputs: a sample estimates them (holistic/families/sampling.py)
+    )
     name = NAME
     exported_metrics = ("rouge_2", "bleu", "chrf")  # holistic quality-exporter's default series
     version = VERSION

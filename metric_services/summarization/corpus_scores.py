@@ -41,7 +41,7 @@ from functools import lru_cache
 import numpy as np
 from sacrebleu.metrics import BLEU, CHRF
 
-from holistic.intervals import Z95
+from holistic.stats.intervals import Z95
 
 GROUPS = 16
 _BLEU = BLEU(force=True)  # force: no warnings about tokenized-looking periods; scores are unchanged

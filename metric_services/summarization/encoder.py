@@ -27,7 +27,7 @@ import numpy as np
 from holistic.errors import ConfigError
 
 if TYPE_CHECKING:
-    from holistic.shared_memo import SharedMemo
+    from holistic.families.shared_memo import SharedMemo
     from metric_services.summarization.config import SummarizationConfig
 
 VOCAB = Path(__file__).parent / "vocab" / "bert-base-uncased.txt"

@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from holistic.families import ScenarioAccuracy
-from holistic.intervals import mean_var
-from holistic.metric_values import macro_mean, mean, plain, proportion, with_interval
-from holistic.stat_keys import Fields, key
+from holistic.stats.intervals import mean_var
+from holistic.stats.metric_values import macro_mean, mean, plain, proportion, with_interval
+from holistic.stats.names import Fields, key
 from holistic.v1.profile_pb2 import Metric
 from metric_services.shared import rouge
 from metric_services.summarization import corpus_scores

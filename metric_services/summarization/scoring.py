@@ -29,8 +29,8 @@ import sacrebleu
 
 from holistic.families import prediction_minute
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.stat_keys import key
-from holistic.stats import HIST_SUFFIX, Stats
+from holistic.stats.mergeable import HIST_SUFFIX, Stats
+from holistic.stats.names import key
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared import rouge
 from metric_services.summarization import corpus_scores
@@ -39,7 +39,7 @@ from metric_services.summarization.encoder import encoder_for
 from metric_services.summarization.fragments import fragment_stats
 
 if TYPE_CHECKING:
-    from holistic.shared_memo import SharedMemo
+    from holistic.families.shared_memo import SharedMemo
 
 log = logging.getLogger("holistic.summarization")
 

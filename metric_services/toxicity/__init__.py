@@ -10,7 +10,7 @@ Per non-empty output the classifier gives one probability per label; the model's
   share of inputs). One input = the same scenario and the same `input` text (an empty input: the
   prediction alone by its id), keyed by a 128-bit hash of them (`input_key`), so outputs of one
   input join in whatever batch, order and replica they come: each output is a Row of the input's
-  instance (holistic/instances.py), slot "max" reduced with max, in the earliest output's minute.
+  instance (holistic/stats/instances.py), slot "max" reduced with max, in the earliest output's minute.
   The threshold is part of the instance key and of its quantity `in:<t>` (instances.deltas needs
   derive and thresholds to be functions of the instance alone): after a HOLISTIC_TOXIC_THRESHOLD
   change, inputs already seen keep the threshold they were judged with, new ones get the new one,
@@ -31,13 +31,13 @@ from pydantic_settings import SettingsConfigDict
 
 from holistic.classifiers.runtime import classifier_for, model_for
 from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, Partial, ScenarioPart, prediction_minute
-from holistic.instances import SEP, Reducer, Row, at_least, new_row
-from holistic.metric_values import mean, plain, proportion
+from holistic.families.signature import make_signature
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
-from holistic.signature import make_signature
-from holistic.stat_keys import key
-from holistic.stats import Folded, Stats
+from holistic.stats.instances import SEP, Reducer, Row, at_least, new_row
+from holistic.stats.mergeable import Folded, Stats
+from holistic.stats.metric_values import mean, plain, proportion
+from holistic.stats.names import key
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_TOXICITY,
@@ -65,7 +65,7 @@ def input_key(p: pb.Prediction) -> str:
 
 
 MAX_SLOT = "max"
-INPUT = "in:"  # "in:<threshold>|...": the per-input max's quantity (holistic/instances.py)
+INPUT = "in:"  # "in:<threshold>|...": the per-input max's quantity (holistic/stats/instances.py)
 SCENARIO = "scn"  # "scn|<scenario>|...": a scenario's counts
 LABEL = "lbl"  # "lbl|<label>|sum" (sumsq, above): one classifier label's probability
 
@@ -106,7 +106,9 @@ def _md(name: str, display: str, description: str) -> MetricMetadata:
 
 
 class ToxicityFamily(FamilyBase):
-    samples = True  # its metrics are shares and means over outputs: a sample estimates them (holistic/sampling.py)
+    samples = (
+        True  # its metrics are shares and means over outputs: a sample estimates them (holistic/families/sampling.py)
+    )
     name = NAME
     exported_metrics = ("toxic_frac", "expected_max_toxicity")  # holistic quality-exporter's default series
     version = VERSION

@@ -152,7 +152,7 @@ def reliability_points(driver) -> dict[str, Any]:
 
 def test_detail_panels_read_each_familys_own_fields(make_gateway, settings, redis_server, make_dashboard, browser):
     from holistic.classifiers.runtime import model_for
-    from holistic.registry import load_family
+    from holistic.families.registry import load_family
     from tests.clients.conftest import LiveWorkers
     from tests.clients.family_batch import family_batch
 

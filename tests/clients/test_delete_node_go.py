@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from subprocess import CompletedProcess
 
-from holistic.tenants import hash_token
+from holistic.tenancy.tenants import hash_token
 from tests.clients.test_go_client import TOKEN as GO_TOKEN
 from tests.clients.test_go_client import holistic_go, run_go_cli  # noqa: F401 (a fixture)
 from tests.clients.test_node_client import TOKEN as NODE_TOKEN

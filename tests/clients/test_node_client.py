@@ -50,7 +50,7 @@ def test_node_suite_against_a_live_gateway(node, make_gateway, live_workers):
 def test_node_suite_against_a_full_deployment(node, make_gateway, make_settings, redis_server):
     """Every family deployed, as `holistic up` runs them, and a 0.4 s latency objective: the live suite
     must not lean on the two-family gateway or on default settings."""
-    from holistic.registry import installed, load_family
+    from holistic.families.registry import installed, load_family
     from tests.clients.conftest import LiveWorkers
 
     settings = make_settings()

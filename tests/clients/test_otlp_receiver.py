@@ -34,8 +34,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Status, StatusCode
 from prometheus_client import REGISTRY
 
-from holistic import envelope
-from holistic.keys import Keys
+from holistic.queue import envelope
+from holistic.redis.keys import Keys
 from holistic_client.otlp.http import PROTOBUF
 from holistic_client.otlp.receiver import Receiver, load_otlp_settings
 from tests.conftest import drain

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from holistic.profile import HELM_AXES, axis_name
+from holistic.profile.fold import HELM_AXES, axis_name
 from holistic.v1 import profile_pb2 as pp
 from holistic_app.cli import main
 from holistic_client.radar import axis_labels, present_runs, radar_data, radar_figure, render

@@ -9,7 +9,7 @@ import random
 import pytest
 from scipy.stats import chi2_contingency
 
-from holistic.metric_values import mean, proportion
+from holistic.stats.metric_values import mean, proportion
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.compare import compare
 from holistic_client.compare_cli import regressions

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from gateway.server import LIVENESS
 from gateway.servicer import SERVICE
-from holistic.embedded_redis import HASH_MAX_LISTPACK_ENTRIES
-from holistic.keys import Keys
-from holistic.registry import installed
+from holistic.families.registry import installed
+from holistic.redis.embedded import HASH_MAX_LISTPACK_ENTRIES
+from holistic.redis.keys import Keys
 from holistic.settings import load_settings
 from holistic_app.cli import main
 from tests.deploy.kustomize import KustomizeError, build
@@ -125,7 +125,7 @@ def test_each_family_scales_on_its_own_consumer_group_lag():
         assert so["scaleTargetRef"]["name"] == name and so["minReplicaCount"] >= 1
         (trigger,) = so["triggers"]
         assert trigger["type"] == "redis-streams"
-        # the stream the gateway writes and the group the family's workers read (holistic/keys.py, workqueue)
+        # the stream the gateway writes and the group the family's workers read (holistic/redis/keys.py, workqueue)
         assert trigger["metadata"]["stream"] == Keys(load_settings().key_prefix).stream == "hl:{q0}:preds"
         assert trigger["metadata"]["consumerGroup"] == family
         assert int(trigger["metadata"]["lagCount"]) > 0

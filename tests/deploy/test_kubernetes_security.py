@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from holistic.redis_conn import sync_client
+from holistic.redis.connection import sync_client
 from holistic.settings import load_settings
 from tests.certs import make_pki
 from tests.deploy.k8s_env import container_args, container_env, expand

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gateway.quality_exporter import load_quality_settings
-from holistic.intervals import wilson
+from holistic.stats.intervals import wilson
 from holistic_app.up import free_address
 from tests.conftest import drain
 from tests.exporter_thread import ExporterThread

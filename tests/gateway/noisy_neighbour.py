@@ -21,10 +21,10 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from holistic.tenants import hash_token
+from holistic.profile.windows import resolve
+from holistic.tenancy.tenants import hash_token
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
-from holistic.windows import resolve
 from holistic_app.up import free_address, wait_serving
 from tests.factories import prediction
 

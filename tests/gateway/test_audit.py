@@ -1,4 +1,4 @@
-"""The audit trail (holistic/audit.py): deletions with their admin and what they removed, token use once an
+"""The audit trail (holistic/tenancy/audit.py): deletions with their admin and what they removed, token use once an
 hour, append-only and kept when the tenant's data is deleted; ReadAudit for admins only, a page at a time."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import redis.asyncio as aioredis
 from click.testing import CliRunner
 
-from holistic.audit import TOKEN_USED, Audit
-from holistic.keys import Keys
-from holistic.tenants import hash_token
+from holistic.redis.keys import Keys
+from holistic.tenancy.audit import TOKEN_USED, Audit
+from holistic.tenancy.tenants import hash_token
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic_app.cli import main
 from holistic_client import ClientError

@@ -14,11 +14,11 @@ import redis
 from click.testing import CliRunner
 
 from gateway.deletion import Deleter
-from holistic.keys import NEWEST_MINUTE, Keys
-from holistic.registry import installed
-from holistic.stored import INVENTORY, Inventory
-from holistic.tenants import hash_token
-from holistic.workqueue import WorkQueue, shard_of
+from holistic.families.registry import installed
+from holistic.queue.work import WorkQueue, shard_of
+from holistic.redis.keys import NEWEST_MINUTE, Keys
+from holistic.redis.stored import INVENTORY, Inventory
+from holistic.tenancy.tenants import hash_token
 from holistic_app.cli import main
 from holistic_app.demo import SAMPLE
 from holistic_client import ClientError

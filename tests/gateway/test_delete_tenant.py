@@ -8,8 +8,8 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from holistic.keys import Keys
-from holistic.tenants import hash_token
+from holistic.redis.keys import Keys
+from holistic.tenancy.tenants import hash_token
 from holistic_app.cli import main
 from holistic_client import ClientError
 from tests.conftest import drain

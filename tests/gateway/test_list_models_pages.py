@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from gateway.model_pages import encode_token
-from holistic.keys import Keys
+from holistic.redis.keys import Keys
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from tests.factories import prediction

@@ -10,11 +10,11 @@ import pytest
 import redis
 from google.rpc import error_details_pb2
 
-from holistic.janitor import sweep
-from holistic.keys import Keys
-from holistic.stats import Folded
+from holistic.queue.janitor import sweep
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
+from holistic.stats.mergeable import Folded
 from holistic.v1 import evaluation_service_pb2 as es
-from holistic.workqueue import WorkQueue
 from holistic_client.errors import details
 from metric_services.runner import Worker
 from tests.conftest import drain, start_redis

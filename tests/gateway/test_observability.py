@@ -14,8 +14,8 @@ import grpc
 import pytest
 from prometheus_client import REGISTRY
 
-from holistic import envelope
-from holistic.keys import Keys
+from holistic.queue import envelope
+from holistic.redis.keys import Keys
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_app.up import free_address, wait_serving

@@ -40,7 +40,7 @@ def test_pending_right_after_submit_then_zero_once_applied(client, make_worker):
 
 
 def test_accepted_counts_per_family_and_a_family_deployed_later():
-    from holistic.pending import family_pending
+    from holistic.profile.pending import family_pending
 
     # accuracy got both batches (5 predictions); efficiency was deployed after the first (3) and got the second
     meta = {
@@ -60,8 +60,8 @@ def test_accepted_counts_per_family_and_a_family_deployed_later():
 
 
 def test_submit_counts_accepted_per_family(client, r, settings):
-    from holistic.keys import Keys
-    from holistic.tenants import DEFAULT_TENANT, internal_model
+    from holistic.redis.keys import Keys
+    from holistic.tenancy.tenants import DEFAULT_TENANT, internal_model
 
     client.submit([prediction(f"a{i}") for i in range(3)], batch_id="b1", model="m")
     meta = r.hgetall(Keys(settings.key_prefix).meta(internal_model(DEFAULT_TENANT, "m")))

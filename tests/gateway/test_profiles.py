@@ -53,8 +53,8 @@ def test_profile_values(client, make_worker):
 
 
 def test_a_family_not_deployed_is_named_as_such(settings):
-    from holistic import profile as profile_mod
-    from holistic.stats import Folded
+    from holistic.profile import fold as profile_mod
+    from holistic.stats.mergeable import Folded
 
     folded = {"accuracy": Folded()}  # only accuracy deployed
     d = dims(profile_mod.build("m", pp.Window(), {}, folded, settings, 0.0))

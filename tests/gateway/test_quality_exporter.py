@@ -12,7 +12,7 @@ import pytest
 
 from gateway.quality_exporter import load_quality_settings
 from holistic.errors import ConfigError
-from holistic.keys import Keys
+from holistic.redis.keys import Keys
 from holistic_app.up import free_address
 from tests.exporter_thread import ExporterThread
 from tests.factories import prediction
@@ -155,7 +155,7 @@ def test_bad_settings_name_the_variable():
 
 def test_a_tenants_models(make_gateway, make_worker):
     """`tenant|*` picks a tenant's models; the series name the tenant and the model as the tenant sees it."""
-    from holistic.tenants import hash_token
+    from holistic.tenancy.tenants import hash_token
     from tests.conftest import drain
 
     gw = make_gateway(families=["accuracy"], tokens=f"team-a:sha256:{hash_token('tok-a')},tok-default")

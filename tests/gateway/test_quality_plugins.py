@@ -8,9 +8,8 @@ import time
 import pytest
 
 from gateway.quality_exporter import load_quality_settings
-from holistic import registry
 from holistic.errors import ConfigError
-from holistic.families import exported_metrics
+from holistic.families import exported_metrics, registry
 from tests.conftest import drain
 from tests.exporter_thread import ExporterThread
 from tests.factories import prediction

@@ -6,7 +6,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from holistic.keys import Keys
+from holistic.redis.keys import Keys
 from holistic.v1 import prediction_pb2 as pb
 from holistic_client import InvalidPredictions
 from tests.factories import prediction

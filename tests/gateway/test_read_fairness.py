@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 import gateway.profiles
-from holistic.tenants import hash_token
+from holistic.tenancy.tenants import hash_token
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from tests.factories import prediction

@@ -14,9 +14,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from gateway.redaction import Redactor, tag_of
-from holistic import envelope
 from holistic.errors import ConfigError
-from holistic.keys import Keys
+from holistic.queue import envelope
+from holistic.redis.keys import Keys
 from holistic.settings import load_settings
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import prediction_pb2 as pb

@@ -8,7 +8,7 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from holistic.tenants import hash_token
+from holistic.tenancy.tenants import hash_token
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_client import InvalidPredictions

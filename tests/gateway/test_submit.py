@@ -5,11 +5,11 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from holistic import envelope
-from holistic.keys import Keys
+from holistic.families.registry import installed
+from holistic.queue import envelope
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import installed
-from holistic.scripts import Scripts
+from holistic.redis.keys import Keys
+from holistic.redis.scripts import Scripts
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_client import ClientError
@@ -205,7 +205,7 @@ def test_deadline_too_short_is_refused(gateway):
 def test_mark_queued_counts_a_batch_once(client, r):
     """The script itself refuses to count twice (the gateway's own state check masks it otherwise:
     two retries of a reserved batch can both reach it)."""
-    from holistic.scripts import Scripts
+    from holistic.redis.scripts import Scripts
 
     client.submit(batch(3), batch_id="b-1", model="m1")
     keys = [KEYS.ingest("m1", "b-1"), KEYS.meta("m1"), KEYS.models()]

@@ -8,7 +8,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 
-from holistic.tenants import hash_token
+from holistic.tenancy.tenants import hash_token
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic_client import ClientError

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.validation import validate
 from holistic.errors import InvalidArgument
-from holistic.keys import Keys
+from holistic.redis.keys import Keys
 from holistic.settings import load_settings
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest

@@ -16,7 +16,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from holistic.tenants import TokenStore, hash_token
+from holistic.tenancy.tenants import TokenStore, hash_token
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from tests.conftest import drain
@@ -84,7 +84,7 @@ def test_300_watches_share_one_read_loop_and_submits_keep_working(make_gateway, 
 
 
 def refused(limit: str) -> float:
-    from holistic.observability import READS_REFUSED
+    from holistic.process.observability import READS_REFUSED
 
     return READS_REFUSED.labels(limit)._value.get()
 

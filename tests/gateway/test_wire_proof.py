@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError
 from gateway import wire_proof
 from gateway.ingest import group_tags, tags_of
 from gateway.wire import _varint
-from holistic.keys import Keys
+from holistic.redis.keys import Keys
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import prediction_pb2 as pb

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from holistic.cores import available_cores
+from holistic.process.cores import available_cores
 
 AFFINITY = len(os.sched_getaffinity(0))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from holistic.janitor import STALE_CONSUMER_MS, sweep
-from holistic.keys import Keys
-from holistic.workqueue import WorkQueue
+from holistic.queue.janitor import STALE_CONSUMER_MS, sweep
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic_app.cli import main
 from tests.conftest import drain
 from tests.holistic.test_workqueue import add_batch, applied_count
@@ -46,7 +46,7 @@ def test_janitor_removes_idle_consumers_with_nothing_pending(r):
 
 
 def test_dlq_finds_the_private_redis_of_holistic_up_in_the_working_directory(tmp_path, monkeypatch):
-    from holistic.embedded_redis import EmbeddedRedis
+    from holistic.redis.embedded import EmbeddedRedis
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("REDIS_URL", raising=False)
@@ -74,7 +74,7 @@ def test_commands_needing_redis_fail_in_one_line_when_there_is_none(tmp_path, mo
     for var in ("REDIS_URL", "HOLISTIC_REDIS_URL", "HOLISTIC_DATA_DIR"):
         monkeypatch.delenv(var, raising=False)
     every = (["dlq", "list"], ["dlq", "replay", "--all"], ["janitor"], ["quality-exporter"], ["worker", "accuracy"])
-    for args in every:  # one rule for all of them (holistic/local_redis.py)
+    for args in every:  # one rule for all of them (holistic/redis/local.py)
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2, (args, result.output)
         assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)

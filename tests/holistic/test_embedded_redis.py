@@ -6,7 +6,7 @@ from pathlib import Path
 
 import redis
 
-from holistic.embedded_redis import HASH_MAX_LISTPACK_ENTRIES, RDB_COMPRESSION, EmbeddedRedis
+from holistic.redis.embedded import HASH_MAX_LISTPACK_ENTRIES, RDB_COMPRESSION, EmbeddedRedis
 
 
 def test_configured_as_production(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from holistic.keys import Keys
-from holistic.workqueue import WorkQueue
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic_app.cli import main
 from tests.holistic.test_workqueue import add_batch
 

@@ -1,4 +1,4 @@
-"""Histogram fields in Redis (apply.lua, holistic/stats.py): a merged base in "<name>|hist", each
+"""Histogram fields in Redis (apply.lua, holistic/stats/mergeable.py): a merged base in "<name>|hist", each
 apply's bins since in a chunk field of their own ("<name>|hist+<k>", their count and sizes in
 "<name>|hist#"), merged into a new base once the chunks are four times as long as it (or 64 of them). Read
 back, any sequence of applies is the sum of its bins, over exactly when a capped histogram's union is
@@ -15,8 +15,8 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from holistic.scripts import Scripts
-from holistic.stats import Folded, Stats
+from holistic.redis.scripts import Scripts
+from holistic.stats.mergeable import Folded, Stats
 
 FIELD = "s|x|hist"
 HIST_LINES = 4  # apply.lua merges once the chunks are this many times the base's length

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 import pytest
 
 from holistic.families import one_pass
-from holistic.instances import (
+from holistic.families.signature import signature_id
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.redis.keys import Keys
+from holistic.stats.instances import (
     COUNT_FIELD,
     LATE,
     OVER_CAP,
@@ -23,10 +26,7 @@ from holistic.instances import (
     fold_rows,
     merge,
 )
-from holistic.keys import Keys
-from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.signature import signature_id
-from holistic.stats import Folded, Stats
+from holistic.stats.mergeable import Folded, Stats
 from metric_services.runner import Worker
 from metric_services.shared.worst_case import SPEC
 from metric_services.work import Work
@@ -223,7 +223,7 @@ def test_the_day_is_redis_s_whatever_the_worker_s_clock_says(make_worker, settin
     worker = make_worker("robustness")
     keys = Keys(settings.key_prefix)
     real = time.time
-    monkeypatch.setattr("holistic.instances.time.time", lambda: real() + DAY)
+    monkeypatch.setattr("holistic.stats.instances.time.time", lambda: real() + DAY)
     store = InstanceStore(r, keys, "robustness", 2 * DAY, 100)
     inst = SEP.join(("s", "em", "q"))
     assert _apply(worker, store, [Row(inst, "o", 1.0, 5)], 1) == 1

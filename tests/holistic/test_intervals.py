@@ -1,4 +1,4 @@
-"""holistic.intervals: Wilson, normal and propagated intervals against hand-worked values.
+"""holistic.stats.intervals: Wilson, normal and propagated intervals against hand-worked values.
 
 z = Z95 = 1.959963984540054, z^2 = 3.8414588206941254.
 Wilson: centre = (p + z^2/2n) / (1 + z^2/n), half = z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n).
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from holistic.intervals import Z95, mean_of_means, mean_of_parts, mean_var, normal, wilson
+from holistic.stats.intervals import Z95, mean_of_means, mean_of_parts, mean_var, normal, wilson
 
 Z2 = Z95 * Z95
 

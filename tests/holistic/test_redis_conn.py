@@ -12,12 +12,12 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from holistic import redis_conn
-from holistic.redis_conn import PACKER, HiredisPacker, sync_client
+from holistic.redis import connection as redis_conn
+from holistic.redis.connection import PACKER, HiredisPacker, sync_client
 from holistic.settings import Settings
 
 if redis_conn._resp_pack is None and os.environ.get("CI"):  # ./dev and any pip install build it; CI must test it
-    pytest.fail("holistic/_resp.c is not built (tools/build_native.py)", pytrace=False)
+    pytest.fail("holistic/redis/_resp.c is not built (tools/build_native.py)", pytrace=False)
 
 ENCODER = redis.connection.Encoder("utf-8", "strict", False)
 REDIS_PY = redis.connection.PythonRespSerializer(6000, ENCODER.encode)
@@ -88,7 +88,7 @@ def test_sync_client_packs_with_it_and_round_trips(redis_url: str) -> None:
 
 def _c_pack():
     if redis_conn._resp_pack is None:
-        pytest.fail("holistic/_resp.c is not built: run tools/build_native.py", pytrace=False)
+        pytest.fail("holistic/redis/_resp.c is not built: run tools/build_native.py", pytrace=False)
     return redis_conn._resp_pack
 
 
@@ -103,7 +103,7 @@ EXACT = st.one_of(
 @settings(max_examples=600, deadline=None)
 @given(st.lists(EXACT, max_size=60))
 def test_c_packer_sends_hiredis_bytes(args: list[object]) -> None:
-    """holistic/_resp.c: the bytes hiredis packs for exact str, bytes, int (64 bits) and float."""
+    """holistic/redis/_resp.c: the bytes hiredis packs for exact str, bytes, int (64 bits) and float."""
     assert _c_pack()(("EVALSHA", *args)) == hiredis.pack_command(("EVALSHA", *args))
 
 

@@ -11,8 +11,8 @@ import time
 import pytest
 import redis
 
-from holistic.redis_conn import sync_client
-from holistic.tenants import hash_token
+from holistic.redis.connection import sync_client
+from holistic.tenancy.tenants import hash_token
 from metric_services.runner import Worker
 from tests.certs import make_pki
 from tests.conftest import drain
@@ -85,7 +85,7 @@ def test_redis_over_tls(make_gateway, make_settings, tmp_path):
         gw = make_gateway(redis_url=url, **tls)
         with gw.client() as c:
             c.submit(batch(2), batch_id="b1", model="m")
-            from holistic.redis_conn import sync_client
+            from holistic.redis.connection import sync_client
             from metric_services.runner import Worker
 
             drain(

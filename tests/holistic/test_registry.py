@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from holistic import registry
+from holistic.families import registry
 
 BUILTIN = {"accuracy", "bias", "calibration", "efficiency", "fairness", "retrieval", "robustness"}
 

@@ -1,4 +1,4 @@
-"""Scoring a sample (holistic/sampling.py): which predictions, the rate's rules, and honest intervals."""
+"""Scoring a sample (holistic/families/sampling.py): which predictions, the rate's rules, and honest intervals."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import hashlib
 
 import pytest
 
-from holistic import sampling
 from holistic.errors import ConfigError
-from holistic.metric_values import mean, proportion
+from holistic.families import sampling
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stats.metric_values import mean, proportion
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
 

@@ -9,8 +9,8 @@ from collections import Counter
 
 import redis
 
-from holistic.keys import Keys
-from holistic.shared_memo import SharedMemo
+from holistic.families.shared_memo import SharedMemo
+from holistic.redis.keys import Keys
 
 KEYS = Keys("hl")
 
@@ -178,7 +178,7 @@ def test_failures_are_counted_each_time_and_logged_at_1_10_100(redis_server, tmp
     dead = redis.Redis(unix_socket_path=str(tmp_path / "nothing.sock"), retry=None)
     m = memo(dead, "a")
     ds = digests(1)
-    with caplog.at_level("WARNING", logger="holistic.shared_memo"):
+    with caplog.at_level("WARNING", logger="holistic.families.shared_memo"):
         for _ in range(12):
             m.values("ns", ds, Recorder(ds))
     assert m.counts.failures == 12

@@ -1,4 +1,4 @@
-"""holistic/sketches.py: the quantile sketch any family uses, against exact order statistics and ddsketch."""
+"""holistic/stats/sketches.py: the quantile sketch any family uses, against exact order statistics and ddsketch."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from holistic import sketches as sk
-from holistic.stats import Folded, Stats
+from holistic.stats import sketches as sk
+from holistic.stats.mergeable import Folded, Stats
 
 
 def _folded(*batches: list[float]) -> Folded:
@@ -67,7 +67,7 @@ def test_inlined_sketch_keys_equal_ddsketch_mapping_key() -> None:
     import math
     import random
 
-    from holistic import sketches as sk
+    from holistic.stats import sketches as sk
 
     mapping = sk.MAPPING
     rng = random.Random(7)

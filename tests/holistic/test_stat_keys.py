@@ -1,4 +1,4 @@
-"""The statistics field-name grammar (holistic/stat_keys.py): built by parts, read back by parts."""
+"""The statistics field-name grammar (holistic/stats/names.py): built by parts, read back by parts."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pickle
 
 import pytest
 
-from holistic.instances import OVER_CAP
-from holistic.stat_keys import ANY, Count, Fields, Quantity, Sum, SumSq, key, split_tag, tag
-from holistic.stats import Folded, Stats, signature_field
+from holistic.stats.instances import OVER_CAP
+from holistic.stats.mergeable import Folded, Stats, signature_field
+from holistic.stats.names import ANY, Count, Fields, Quantity, Sum, SumSq, key, split_tag, tag
 
 
 def test_key_joins_parts_with_the_separator():

@@ -1,4 +1,4 @@
-"""holistic.stats: mergeable field -> number maps (Stats) and their read-back form (Folded)."""
+"""holistic.stats.mergeable: mergeable field -> number maps (Stats) and their read-back form (Folded)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from holistic.stats import Folded, Stats, merge_rule
+from holistic.stats.mergeable import Folded, Stats, merge_rule
 
 
 def test_incr_add_and_add_moments():

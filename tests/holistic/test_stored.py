@@ -1,4 +1,4 @@
-"""Every key in Redis after the service scored the demo is described by holistic/stored.py's inventory."""
+"""Every key in Redis after the service scored the demo is described by holistic/redis/stored.py's inventory."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import inspect
 
 import redis
 
-from holistic.keys import Keys
-from holistic.registry import installed
-from holistic.stored import INVENTORY, RAW_TEXT, Inventory
-from holistic.tenants import hash_token
-from holistic.workqueue import WorkQueue
+from holistic.families.registry import installed
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
+from holistic.redis.stored import INVENTORY, RAW_TEXT, Inventory
+from holistic.tenancy.tenants import hash_token
 from holistic_app.demo import SAMPLE
 from holistic_client.jsonl import read_predictions
 from tests.conftest import drain

@@ -1,4 +1,4 @@
-"""holistic.windows: which buckets of which tier a window reads; counts worked out by hand.
+"""holistic.profile.windows: which buckets of which tier a window reads; counts worked out by hand.
 
 NOW = 1_700_000_000 s is 20 s into epoch minute 28_333_333 (= 1_699_999_980 / 60) and
 13 min 20 s into epoch hour 472_222 (which starts at minute 28_333_320, second 1_699_999_200).
@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from holistic.windows import (
+from holistic.profile.windows import (
     ALL_TIME,
     EARLIEST_DATA_S,
     HOUR,

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import redis
 
-from holistic import envelope
-from holistic.janitor import sweep
-from holistic.keys import Keys
+from holistic.queue import envelope
+from holistic.queue.janitor import sweep
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.stats import Folded
+from holistic.queue.work import WorkQueue, next_id
+from holistic.redis.keys import Keys
+from holistic.stats.mergeable import Folded
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
-from holistic.workqueue import WorkQueue, next_id
 from tests.conftest import drain
 from tests.factories import batch
 

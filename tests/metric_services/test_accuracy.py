@@ -38,11 +38,11 @@ import warnings
 
 import pytest
 
-from holistic import profile as profile_mod
-from holistic.intervals import Z95
+from holistic.profile import fold as profile_mod
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
-from holistic.stats import Folded, Stats
+from holistic.stats.intervals import Z95
+from holistic.stats.mergeable import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_ACCURACY
 from metric_services.accuracy import FAMILY

@@ -41,7 +41,7 @@ def test_lexicon_scores_do_not_depend_on_batching(settings):
     preds = [prediction(f"p{i}", output=t) for i, t in enumerate(HELM_EXAMPLE * 3)]
     whole = {m.name: m.value for m in fold(preds, settings, bias.FAMILY).report.metrics}
     from holistic.families import as_partial
-    from holistic.stats import Folded, Stats
+    from holistic.stats.mergeable import Folded, Stats
     from tests.metric_services.test_toxicity import BatchEnvelope
 
     total = Stats()

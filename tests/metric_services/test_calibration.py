@@ -14,9 +14,9 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from holistic.families import one_pass
+from holistic.families.registry import load_family
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import load_family
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from holistic.v1 import prediction_pb2 as pb
 from metric_services import calibration as fam
 from metric_services.calibration.metrics import (

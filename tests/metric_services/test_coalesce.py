@@ -12,14 +12,14 @@ import time
 import pytest
 import redis
 
-from holistic import envelope
-from holistic.keys import Keys
+from holistic.profile.windows import minute_of
+from holistic.queue import envelope
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.stats import Folded
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
+from holistic.stats.mergeable import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
-from holistic.windows import minute_of
-from holistic.workqueue import WorkQueue
 from metric_services.middleware import Hooks
 from metric_services.runner import Worker
 from metric_services.work import Work, coalesce

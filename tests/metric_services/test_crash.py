@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from holistic.keys import Keys
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic.v1 import prediction_pb2 as pb
-from holistic.workqueue import WorkQueue
 from tests.conftest import drain
 from tests.factories import prediction
 

@@ -15,12 +15,12 @@ from functools import partial
 import pytest
 import redis
 
-from holistic import envelope
-from holistic.keys import Keys
+from holistic.queue import envelope
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
-from holistic.workqueue import WorkQueue
 from metric_services.fault_plan import Faults
 from tests.conftest import drain
 from tests.factories import prediction

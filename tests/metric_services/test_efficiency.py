@@ -25,7 +25,7 @@ import pytest
 
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
-from holistic.stats import Folded, Stats
+from holistic.stats.mergeable import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import DIMENSION_KIND_EFFICIENCY
 from metric_services.efficiency import FAMILY

@@ -24,8 +24,8 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from holistic.keys import Keys
-from holistic.workqueue import WorkQueue
+from holistic.queue.work import WorkQueue
+from holistic.redis.keys import Keys
 from holistic_app.cli import main as cli
 from tests.factories import prediction
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from holistic import profile as profile_mod
 from holistic.families import one_pass
+from holistic.families.registry import load_family
+from holistic.profile import fold as profile_mod
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import load_family
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
 from tests.conftest import drain

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from holistic.families import one_pass
+from holistic.families.registry import load_family
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.registry import load_family
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from holistic.v1 import prediction_pb2 as pb
 from tests.conftest import drain
 from tests.factories import prediction
@@ -62,7 +62,7 @@ def test_worst_case_by_hand(settings):
 def test_worst_case_at_an_edge_has_a_wilson_interval_not_a_point(settings):
     # five instances, each right with its typo right too: worst = 1 everywhere (0/1 values, no spread).
     # Wilson(5, 5) = (5/(5 + z^2), 1) = (0.5655175, 1), for the scenario, the perturbation and the axis.
-    from holistic.intervals import wilson
+    from holistic.stats.intervals import wilson
 
     rows = [r for i in range(5) for r in (original(f"e{i}", True), variant(f"e{i}", "typos", True))]
     f = fold("robustness", rows, settings)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import random
 
-from holistic.keys import NEWEST_MINUTE, Keys
-from holistic.stats import Stats, signature_field
-from holistic.windows import tier_buckets
+from holistic.profile.windows import tier_buckets
+from holistic.redis.keys import NEWEST_MINUTE, Keys
+from holistic.stats.mergeable import Stats, signature_field
 from metric_services.work import Work
 
 KEYS = Keys()

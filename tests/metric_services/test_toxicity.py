@@ -7,7 +7,7 @@ import pytest
 
 from holistic.families import one_pass
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
 from metric_services import toxicity

@@ -13,7 +13,7 @@ import grpc
 from google.protobuf import json_format
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from holistic.run_state import running_gateway
+from holistic.process.run_state import running_gateway
 from holistic_client.client import WINDOWS, Client, ClientError, RetryNotice
 from holistic_client.demo_sample import SAMPLE, rebased
 from holistic_client.detail_panels import SECTIONS

@@ -16,10 +16,10 @@ import random
 
 import pytest
 
-from holistic import profile as profile_mod
 from holistic.families import one_pass
+from holistic.profile import fold as profile_mod
 from holistic.settings import load_settings
-from holistic.stats import Folded
+from holistic.stats.mergeable import Folded
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.accuracy import FAMILY as ACCURACY
 from metric_services.retrieval import FAMILY

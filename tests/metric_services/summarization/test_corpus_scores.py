@@ -9,7 +9,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF
 
-from holistic.intervals import Z95
+from holistic.stats.intervals import Z95
 from metric_services.summarization import corpus_scores
 from tests.metric_services.summarization.support import cases
 

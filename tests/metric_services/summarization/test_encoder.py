@@ -111,8 +111,8 @@ def test_a_worker_with_semantic_on_and_no_model_fails_at_start(make_worker, tmp_
 
 
 def test_replicas_embed_a_shared_text_once_and_read_it_back_bit_for_bit(r):
-    from holistic.keys import Keys
-    from holistic.shared_memo import SharedMemo
+    from holistic.families.shared_memo import SharedMemo
+    from holistic.redis.keys import Keys
 
     source = "The city council approved the road budget on Tuesday after a debate. " * 5
     reference = "Councillors backed the road budget."

@@ -24,10 +24,10 @@ import random
 import pytest
 import sacrebleu
 
-from holistic import profile as profile_mod
+from holistic.profile import fold as profile_mod
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
-from holistic.stats import Folded, Stats
+from holistic.stats.mergeable import Folded, Stats
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.accuracy import FAMILY as ACCURACY
 from metric_services.summarization import FAMILY

@@ -8,7 +8,7 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from holistic.registry import load_family
+from holistic.families.registry import load_family
 from holistic.v1 import prediction_pb2 as pb
 from tests.conftest import drain
 from tests.factories import prediction

@@ -93,7 +93,7 @@ class Receiver:
 async def serve(settings: OtlpSettings) -> None:
     import signal
 
-    from holistic.observability import serve_metrics
+    from holistic.process.observability import serve_metrics
 
     serve_metrics(settings.metrics_address)
     receiver = Receiver(settings)

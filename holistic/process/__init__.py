@@ -1,0 +1,1 @@
+"""What every process shares: its cores, signals, supervision, run state and observability."""

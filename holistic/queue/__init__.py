@@ -1,0 +1,1 @@
+"""The work stream: the envelope of an accepted batch, the consumer groups' queue, the janitor."""

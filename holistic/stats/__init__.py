@@ -1,0 +1,1 @@
+"""Mergeable statistics: fields and their names, sketches, per-instance state, intervals, metric values."""

@@ -1,0 +1,1 @@
+"""Tenants: tokens and namespaces, and the audit trail per tenant."""
