@@ -18,8 +18,8 @@ group's). A scenario lies in one group per rate, so its own row needs no weights
 under two rates in one window, across a rate change, is combined the same way).
 
 What cannot be weighted is left out: a metric or axis some group with data does not report (a
-per-input metric from instance state, which the worker cannot keep apart by rate), and the groups'
-breakdowns by client group (fairness-style groups are the main group's only).
+per-input metric from instance state, which the worker cannot keep apart by rate), and breakdowns by
+client group (GroupBreakdown), which would cover one rate group only.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def combine(groups: Sequence[tuple[float, FamilyFold]]) -> FamilyFold:
         report=report,
         scenarios=_combine_scenarios(groups),
         dimensions=dims,
-        groups=list(groups[0][1].groups),
+        groups=[],  # a breakdown by client group over one rate group would pass for the whole: none
         fold_options=dict(groups[0][1].fold_options),
     )
 
