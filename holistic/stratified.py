@@ -32,6 +32,7 @@ from holistic.intervals import Z95
 from holistic.v1 import profile_pb2 as pp
 
 METHOD = "stratified by sample rate (Horvitz–Thompson weights 1/rate)"
+_PARTIAL = "scenarios sampled at different rates, and some rate group has no score for this axis"
 
 
 def combine_values(parts: Sequence[tuple[float, float, float, float | None]]) -> tuple[float, float | None]:
@@ -103,7 +104,7 @@ def _combine_dimension(groups: Sequence[tuple[float, pp.Dimension]]) -> pp.Dimen
     dim.CopyFrom(groups[0][1])
     scored = [(rate, d) for rate, d in groups if d.HasField("score") and d.count]
     if len(scored) != len(groups):
-        return dim if len(groups) == 1 else _absent(dim, "some rate groups have no score for this axis")
+        return dim if len(groups) == 1 else _absent(dim, _PARTIAL)
     as_metrics = [
         (rate, pp.Metric(value=d.score, count=d.count, interval=d.interval if d.HasField("interval") else None))
         for rate, d in scored
@@ -143,6 +144,9 @@ def combine(groups: Sequence[tuple[float, FamilyFold]]) -> FamilyFold:
     dims: list[pp.Dimension] = []
     for d in first.dimensions:
         present = [(rate, e) for rate, f in live for e in f.dimensions if (e.kind, e.axis) == (d.kind, d.axis)]
+        if len(present) != len(live):  # over some rate groups only, it would pass for the whole
+            dims.append(_absent(pp.Dimension.FromString(d.SerializeToString()), _PARTIAL))
+            continue
         dims.append(_combine_dimension(present))
     return FamilyFold(
         report=report,

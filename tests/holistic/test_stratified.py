@@ -107,3 +107,17 @@ def test_the_interval_is_about_as_wide_as_the_single_rate_formula_says():
     both = stratified.combine_metric([(0.1, one), (0.1, one)])
     half = (one.interval.upper - one.interval.lower) / 2
     assert both.interval.upper - both.value == pytest.approx(half / math.sqrt(2), rel=0.05)
+
+
+def test_an_axis_some_rate_group_with_data_lacks_is_absent_not_a_part_passing_for_the_whole():
+    frac = proportion("toxic_frac", "toxicity", 5, 50)
+    dim = pp.Dimension(kind=pp.DIMENSION_KIND_TOXICITY, score=0.9, count=50, metrics=[frac])
+    scored = FamilyFold(pp.FamilyReport(family="toxicity", count=50, metrics=[frac]), {}, [dim])
+    empty = FamilyFold(pp.FamilyReport(family="toxicity", count=20, metrics=[frac]), {}, [])
+    (got,) = stratified.combine([(1.0, scored), (0.1, empty)]).dimensions
+    assert not got.HasField("score") and "different rates" in got.absent_reason and got.count == 0
+    # a group with no predictions at all is no part of the whole: the other's axis stands
+    (alone,) = stratified.combine(
+        [(1.0, scored), (0.1, FamilyFold(pp.FamilyReport(family="toxicity"), {}, []))]
+    ).dimensions
+    assert alone.score == 0.9 and alone.count == 50
