@@ -21,7 +21,8 @@ moment L_b ≤ μ_b ≤ μ_c, and E_c is increasing in m, so E_c(L_b) ≤ E_c(μ
 baseline is frozen (a retired version) or still serving, and whatever the dependence between the two
 streams (the union bound needs none: the same prompts may feed both). The value is not itself an
 e-value (it is the current's e-value against a data-chosen level, halved), but it reads like the
-floor's: 20 is the line, and it grows as fast once the baseline is known well. With a baseline of
+floor's: 20 is the line, and once the baseline is known well it is the floor's evidence against the
+baseline's mean, halved. With a baseline of
 few scores L_b sits low and the evidence is slow to come: the price of an uncertain baseline.
 The tests simulate the false-alarm rate on equal pairs watched at every batch and the delay to catch
 a drop.
