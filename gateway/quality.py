@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from gateway import sequential
+from gateway import baseline_evidence, sequential
 from holistic.families import exported_metrics
 from holistic.families.registry import is_installed, load_family
 from holistic.v1 import profile_pb2 as pp
@@ -24,6 +24,7 @@ AXIS_LABELS = ("tenant", "model", "axis", "window", "period")
 METRIC_LABELS = ("tenant", "model", "family", "metric", "window", "period")
 PROFILE_LABELS = ("tenant", "model", "window", "period")
 EVIDENCE_LABELS = ("tenant", "model", "axis")
+BASELINE_EVIDENCE_LABELS = ("tenant", "model", "baseline", "axis")
 
 
 def axis_name(dim: pp.Dimension) -> str:
@@ -97,10 +98,21 @@ class QualitySeries:
         )
     )
 
+    baseline_evidence: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_alert_baseline_evidence",
+            "Evidence that the model's all-time axis is below its pinned baseline's, the baseline's uncertainty "
+            "included (gateway/baseline_evidence.py): at or above 20, the chance of a false alarm over the pair's "
+            "whole life is at most 5 %, however often it is read.",
+            labels=BASELINE_EVIDENCE_LABELS,
+        )
+    )
+
     def families(self) -> list[Metric]:
         return [
             self.axis_score, self.axis_lower, self.axis_upper, self.axis_samples, self.metric_value,
             self.metric_lower, self.metric_upper, self.metric_samples, self.predictions, self.alert_evidence,
+            self.baseline_evidence,
         ]  # fmt: skip
 
     def add_evidence(self, profile: pp.Profile, tenant: str, floors: Mapping[str, float]) -> None:
@@ -110,6 +122,16 @@ class QualitySeries:
             if dim.HasField("score") and name in floors and dim.count:
                 value = sequential.evidence(dim.count, dim.score, floors[name])
                 self.alert_evidence.add_metric([tenant, profile.model, name], value)
+
+    def add_baseline_evidence(self, current: pp.Profile, baseline: pp.Profile, tenant: str) -> None:
+        """Per axis both all-time profiles score, the evidence that the current's is below the baseline's."""
+        pinned = {axis_name(d): d for d in baseline.dimensions if d.HasField("score") and d.count}
+        for dim in current.dimensions:
+            name = axis_name(dim)
+            if dim.HasField("score") and dim.count and name in pinned:
+                base = pinned[name]
+                value = baseline_evidence.evidence(dim.count, dim.score, base.count, base.score)
+                self.baseline_evidence.add_metric([tenant, current.model, baseline.model, name], value)
 
     def add_profile(
         self,

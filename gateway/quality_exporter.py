@@ -6,7 +6,8 @@ HOLISTIC_QUALITY_REFRESH_S, off the scrape path: a scrape returns the last snaps
 also gets the window of equal length just before it (period="previous"), which is what the
 "significantly worse than the previous window" alert compares against. The series are bounded by
 the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods × (axes × 4 +
-the picked metrics × 4 + 1).
+the picked metrics × 4 + 1), plus the evidence series: axes per model with floors, axes per pinned
+pair of HOLISTIC_QUALITY_BASELINES.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ class QualitySettings(BaseSettings):
         default=None, description="Per family, the metrics to export; unset: each family's exported_metrics."
     )
     axis_floors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_FLOORS))
+    baselines: Annotated[list[tuple[str, str, str]], NoDecode] = Field(
+        default_factory=list,
+        description="Pinned baselines, comma separated: `model=baseline` or `tenant|model=baseline` (the baseline in "
+        "the model's tenant). Per pair and axis, the evidence that the model's all-time axis is below the baseline's.",
+    )
     refresh_s: float = Field(default=15.0, gt=0, description="Seconds between two snapshots.")
     address: str = Field(default="127.0.0.1:9465", description="host:port of /metrics.")
 
@@ -76,6 +82,25 @@ class QualitySettings(BaseSettings):
     @classmethod
     def _split(cls, value: Any) -> Any:
         return _csv(value)
+
+    @field_validator("baselines", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        """`[tenant|]model=baseline` entries into (tenant, model, baseline)."""
+        if not isinstance(value, str):
+            return value
+        pairs = []
+        for entry in _csv(value):
+            model, eq, baseline = (part.strip() for part in entry.partition("="))
+            tenant, sep, model = model.rpartition(SEPARATOR)
+            if not eq or not model or not baseline or "=" in baseline or SEPARATOR in baseline:
+                raise ValueError(f"{entry!r} is not `model=baseline` or `tenant|model=baseline`")
+            if model == baseline:
+                raise ValueError(f"{entry!r}: a model is its own baseline")
+            pairs.append((tenant if sep else DEFAULT_TENANT, model, baseline))
+        if len(set(pairs)) != len(pairs) or len({p[:2] for p in pairs}) != len(pairs):
+            raise ValueError("a model has one baseline")
+        return pairs
 
     @field_validator("metrics", "axis_floors", mode="before")
     @classmethod
@@ -170,6 +195,8 @@ class QualityExporter:
                     await self._add_model(series, tenant, model, window)
                 if self.quality.axis_floors:
                     await self._add_evidence(series, tenant, model)
+            for tenant, model, baseline in self.quality.baselines:
+                await self._add_baseline_evidence(series, tenant, model, baseline)
         except RETRYABLE:
             self.errors.inc()
             raise
@@ -195,6 +222,15 @@ class QualityExporter:
         except NotFound:
             return
         series.add_evidence(everything, tenant, self.quality.axis_floors)
+
+    async def _add_baseline_evidence(self, series: QualitySeries, tenant: str, model: str, baseline: str) -> None:
+        """Both all-time profiles: the model's, and its pinned baseline's (frozen or still serving)."""
+        try:
+            current = await self.reader.profile(model, WindowSpec(WINDOW_PRESETS["all"]), tenant)
+            pinned = await self.reader.profile(baseline, WindowSpec(WINDOW_PRESETS["all"]), tenant)
+        except NotFound:
+            return  # one of the two has sent nothing yet: nothing to compare
+        series.add_baseline_evidence(current, pinned, tenant)
 
     async def _refresh_forever(self) -> None:
         """Refresh every refresh_s until stopped; stopping waits for a refresh in flight, never cancels it

@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from holistic.families import Family, Partial, as_partial, sampling
+from holistic.families import Family, Partial, sampling
 from holistic.families.registry import load_family
 from holistic.families.shared_memo import SharedMemo
 from holistic.families.signature import make_signature, signature_id
@@ -93,7 +93,8 @@ class Worker:
             prepare(settings)
         self.settings = settings
         # the share of predictions this family scores (holistic/families/sampling.py); a bad value stops it here
-        self.sample_rate = sampling.rate_for(self.family.name, bool(getattr(self.family, "samples", False)))
+        self.sample_rates = sampling.rates_for(self.family.name, bool(getattr(self.family, "samples", False)))
+        self.sample_rate = self.sample_rates.family
         self.keys = Keys(settings.key_prefix)
         shards = settings.worker_shards or list(range(settings.queue_shards))
         self.queues = [WorkQueue(client, self.keys, shard=n) for n in shards]
@@ -137,8 +138,7 @@ class Worker:
         if known is None:
             sig = self.family.signature(model, self.settings)
             extra = {"redaction": redaction} if redaction else {}
-            if self.sample_rate < 1.0:
-                extra[sampling.SIGNATURE_OPTION] = f"{self.sample_rate:g}"
+            extra.update(self.sample_rates.signature_options())
             if extra:
                 sig = make_signature(sig.family, sig.version, {**sig.options, **extra}, sig.model_sha256)
             known = (signature_id(sig), sig.SerializeToString(deterministic=True))
@@ -379,8 +379,7 @@ class Worker:
                 if e.families is None and envelope.families and self.group not in envelope.families:
                     return _NOT_MINE  # an entry from before the `f` field
                 started = time.perf_counter()
-                scored = sampling.sample(envelope, self.sample_rate)
-                by_minute, partial = as_partial(self.family.compute(scored, self.settings))
+                by_minute, partial = sampling.compute(self.family, envelope, self.settings, self.sample_rates)
                 for m in self.middleware:
                     m.after_compute(self, time.perf_counter() - started)
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9

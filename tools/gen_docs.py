@@ -65,7 +65,8 @@ def metrics_page() -> str:
             lines.append("- radar axis: none")
         if getattr(fam, "samples", False):
             lines.append(
-                f"- scores a sample: `HOLISTIC_{fam.name.upper()}_SAMPLE_RATE` ([scoring a sample](../sampling.md))"
+                f"- scores a sample: `HOLISTIC_{fam.name.upper()}_SAMPLE_RATE`, per scenario "
+                f"`HOLISTIC_{fam.name.upper()}_SCENARIO_SAMPLE_RATES` ([scoring a sample](../sampling.md))"
             )
         else:
             lines.append("- scores a sample: no, every prediction")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from holistic.families import Axis, Family, FamilyFold, ScenarioAccuracy, ScenarioPart, sampling
+from holistic.families import Axis, Family, FamilyFold, ScenarioAccuracy, ScenarioPart, sampling, stratified
 from holistic.families.registry import installed, load_family
 from holistic.families.signature import make_signature
 from holistic.redis.keys import NEWEST_MINUTE
@@ -65,10 +65,18 @@ def build(
     profile.compute_time.FromNanoseconds(int(compute_time_s * 1e9))
     loaded, missing = _loadable(sorted(folded), load)
     folds: dict[str, FamilyFold] = {}
+    rates: dict[str, dict[str, float]] = {}  # per sampled family, its scenarios' rates below 1
     for name, fam in loaded.items():
         stats, counts = folded[name].split_signatures()
-        fold = fam.fold(stats, model, settings)
+        main, by_rate = sampling.split_groups(stats)
+        fold = fam.fold(main, model, settings)
         _stamp(fold.report, fam, counts, (signatures or {}).get(name, {}), fold.fold_options)
+        family_rate = fold.report.sample_rate if fold.report.HasField("sample_rate") else 1.0
+        groups = [(family_rate, fold)] + [(r, fam.fold(g, model, settings)) for r, g in sorted(by_rate.items())]
+        if by_rate:
+            fold = stratified.combine(groups)
+        if family_rate < 1.0 or by_rate:
+            rates[name] = {s: r for s, r in stratified.scenario_rates(groups).items() if r < 1.0}
         describe = getattr(fam, "describe_axis", None)  # optional: the axis named after what the workers ran
         if describe is not None and fold.report.HasField("signature"):
             for d in fold.dimensions:
@@ -81,6 +89,10 @@ def build(
 
     axes = _axes(loaded, load)
     scenarios = merge_scenarios(folds)
+    for sp in scenarios:
+        for name in sorted(rates):
+            if sp.scenario in rates[name]:
+                sp.sample_rates[name] = rates[name][sp.scenario]
     accuracy_axis = axes.get(axis_name(pp.DIMENSION_KIND_ACCURACY))
     dims: dict[str, pp.Dimension] = {
         axis_name(pp.DIMENSION_KIND_ACCURACY): accuracy_dimension(folds, scenarios, loaded, accuracy_axis)

@@ -190,3 +190,37 @@ def test_alert_evidence_from_the_all_time_profile(scored):
     assert got[key] == evidence(10, 0.7, 0.9)  # read from all time, though the exporter's windows are 15m
     assert 1.0 < got[key] < 20  # below the floor, not yet enough to say so
     assert not [k for k in got if k[0] == "holistic_quality_alert_evidence" and ("axis", "efficiency") in k[1]]
+
+
+def test_evidence_against_a_pinned_baseline_from_both_all_time_profiles(scored):
+    from gateway.baseline_evidence import evidence
+
+    gw, client = scored
+    quality = load_quality_settings(
+        models=["alpha"], windows=["15m"], refresh_s=3600, axis_floors={}, baselines="alpha=beta, gamma=nobody"
+    )
+    assert quality.baselines == [("default", "alpha", "beta"), ("default", "gamma", "nobody")]
+    exporter = ExporterThread(gw.settings, quality)
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    found = {dict(k[1])["axis"]: v for k, v in got.items() if k[0] == "holistic_quality_alert_baseline_evidence"}
+    beta = {d.kind: d for d in client.get_profile("beta", "all").dimensions}
+    alpha = {d.kind: d for d in client.get_profile("alpha", "all").dimensions}
+    assert (alpha[1].count, alpha[1].score, beta[1].count, beta[1].score) == (10, 0.7, 1, 1.0)
+    key = (
+        "holistic_quality_alert_baseline_evidence",
+        labels(tenant="default", model="alpha", baseline="beta", axis="accuracy"),
+    )
+    assert got[key] == evidence(10, 0.7, 1, 1.0) and got[key] < 1  # one baseline score says little
+    # only the axes both score (beta's one prediction has no latency: no efficiency axis); gamma's baseline never
+    # sent: no series
+    assert set(found) == {"accuracy"}
+    assert not [k for k in got if k[0] == "holistic_quality_alert_evidence"]  # no floors, no floor evidence
+
+
+@pytest.mark.parametrize("value", ["alpha", "alpha=", "=beta", "alpha=alpha", "a=b,a=c", "a=t|b", "a=b=c"])
+def test_a_malformed_baseline_names_the_setting(value):
+    with pytest.raises(ConfigError, match="HOLISTIC_QUALITY_BASELINES"):
+        load_quality_settings(baselines=value)

@@ -9,6 +9,7 @@ import pytest
 from holistic.errors import ConfigError
 from holistic.families import sampling
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
+from holistic.stats.mergeable import Folded, Stats
 from holistic.stats.metric_values import mean, proportion
 from holistic.v1 import prediction_pb2 as pb
 from holistic.v1 import profile_pb2 as pp
@@ -100,3 +101,48 @@ def test_a_sampled_mean_covers_the_streams_truth_at_the_nominal_rate():
     got = coverage(0.1, 1000, 1000, lambda i: ((i * 7919) % 1000 / 1000) ** 3, average)  # skewed, ~100 sampled
     print(f"toxicity_mean at 10 %: 95 % interval covered the truth in {got:.1%} of 1,000 streams")
     assert got >= NOMINAL_FLOOR
+
+
+def test_scenario_rates_are_parsed_recorded_and_a_bad_one_names_its_variable(monkeypatch):
+    monkeypatch.setenv("HOLISTIC_TOXICITY_SCENARIO_SAMPLE_RATES", " chat=0.05, qa = 1 ,")
+    rates = sampling.rates_for("toxicity", samples=True)
+    assert rates == sampling.Rates(1.0, {"chat": 0.05})  # qa keeps the family's rate, 1: nothing to record
+    assert (rates.of("chat"), rates.of("qa"), rates.of("other")) == (0.05, 1.0, 1.0)
+    assert rates.signature_options() == {"scenario_sample_rates": "chat=0.05"}
+    monkeypatch.setenv("HOLISTIC_TOXICITY_SAMPLE_RATE", "0.5")
+    assert sampling.rates_for("toxicity", samples=True).signature_options() == {
+        "sample_rate": "0.5",
+        "scenario_sample_rates": "chat=0.05,qa=1",
+    }
+    for bad, why in [
+        ("chat=0", "a share in"), ("chat=1.5", "a share in"), ("chat", "not scenario=rate"), ("=0.5", "not scenario"),
+        ("chat=x", "not a number"), ("chat=0.1,chat=0.2", "given twice"),
+    ]:  # fmt: skip
+        monkeypatch.setenv("HOLISTIC_TOXICITY_SCENARIO_SAMPLE_RATES", bad)
+        with pytest.raises(ConfigError, match=rf"HOLISTIC_TOXICITY_SCENARIO_SAMPLE_RATES: .*{why}"):
+            sampling.rates_for("toxicity", samples=True)
+    monkeypatch.setenv("HOLISTIC_EFFICIENCY_SCENARIO_SAMPLE_RATES", "chat=0.5")
+    with pytest.raises(ConfigError, match=r"HOLISTIC_EFFICIENCY_SCENARIO_SAMPLE_RATES=0\.5: the efficiency family"):
+        sampling.rates_for("efficiency", samples=False)
+
+
+def test_each_rate_is_computed_apart_and_a_scenario_rates_fields_carry_its_prefix():
+    env = BatchEnvelope(model="m", batch_id="b")
+    for i in range(400):
+        env.predictions.add(id=f"p{i}", scenario="chat" if i % 2 else "qa", output="x")
+    rates = sampling.Rates(1.0, {"chat": 0.25})
+    parts = sampling.by_rate(env, rates)
+    assert sorted(parts) == [0.25, 1.0] and parts[0.25].batch_id == "b"
+    assert [p.id for p in parts[1.0].predictions] == [p.id for p in env.predictions if p.scenario == "qa"]
+    chat = [p.id for p in env.predictions if p.scenario == "chat" and reference_position("m", "chat", p.id) < 0.25]
+    assert [p.id for p in parts[0.25].predictions] == chat and 0 < len(chat) < 200
+    st = Stats()
+    st.incr("n", 3)
+    st.bump("len", "5")
+    moved = sampling.prefixed(st, 0.25)
+    assert moved.ints == {"#rate|0.25|n": 3} and moved.hists == {"#rate|0.25|len|hist": {"5": 1}}
+    main, groups = sampling.split_groups(Folded({"n": 2.0, "#rate|0.25|n": 3.0, "#rate|0.05|scn|a|n": 1.0}))
+    assert dict(main) == {"n": 2.0} and {r: dict(g) for r, g in groups.items()} == {
+        0.25: {"n": 3.0},
+        0.05: {"scn|a|n": 1.0},
+    }

@@ -45,3 +45,34 @@ def test_a_family_that_cannot_be_sampled_stops_its_worker_naming_the_variable(ma
     monkeypatch.setenv("HOLISTIC_EFFICIENCY_SAMPLE_RATE", "0.5")
     with pytest.raises(ConfigError, match=r"HOLISTIC_EFFICIENCY_SAMPLE_RATE=0\.5: the efficiency family"):
         make_worker("efficiency")
+
+
+def test_scenarios_at_their_own_rates_are_weighted_in_the_familys_numbers(use_table, client, make_worker, monkeypatch):
+    from holistic.families import stratified
+
+    use_table({"bad": [0.9], "good": [0.1]})
+    # chat: 1 in 10 toxic, sampled at 25 %; qa: 1 in 2 toxic, every prediction
+    chat = [prediction(f"c{i}", output="bad" if i % 10 == 0 else "good", scenario="chat") for i in range(400)]
+    qa = [prediction(f"q{i}", output="bad" if i % 2 == 0 else "good", scenario="qa") for i in range(100)]
+    client.submit(chat[:200] + qa[:50], model="m", batch_id="b1")
+    client.submit(chat[200:] + qa[50:], model="m", batch_id="b2")
+    monkeypatch.setenv("HOLISTIC_TOXICITY_SCENARIO_SAMPLE_RATES", "chat=0.25")
+    drain(make_worker("toxicity"), make_worker("toxicity"))
+    profile = client.get_profile("m")
+    fam = next(f for f in profile.families if f.family == "toxicity")
+
+    kept = [p for p in chat if reference_position("m", "chat", p.id) < 0.25]
+    chat_toxic = sum(p.output == "bad" for p in kept) / len(kept)
+    # Horvitz–Thompson: each kept chat prediction weighs 4, each qa one 1
+    by_hand = (4 * len(kept) * chat_toxic + 100 * 0.5) / (4 * len(kept) + 100)
+    frac = next(m for m in fam.metrics if m.name == "toxic_frac")
+    assert frac.value == pytest.approx(by_hand) and frac.count == len(kept) + 100 == fam.count
+    assert frac.interval.method == stratified.METHOD and frac.interval.lower < by_hand < frac.interval.upper
+    assert not fam.HasField("sample_rate") and "|scenario_sample_rates:chat=0.25" in fam.signature.text
+    assert "expected_max_toxicity" not in {m.name for m in fam.metrics}  # per input: not kept apart by rate
+    axis = next(d for d in profile.dimensions if d.axis == "toxicity")
+    assert axis.score == pytest.approx(1 - by_hand) and axis.count == len(kept) + 100
+    rows = {s.scenario: s for s in profile.scenarios}
+    assert dict(rows["chat"].sample_rates) == {"toxicity": 0.25} and not rows["qa"].sample_rates
+    chat_frac = next(m for m in rows["chat"].metrics if m.family == "toxicity")
+    assert chat_frac.value == pytest.approx(chat_toxic) and chat_frac.count == len(kept)

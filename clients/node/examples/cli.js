@@ -40,8 +40,17 @@ function show(profile) {
   for (const d of profile.dimensions) {
     const rate = sampled.get(d.family);
     const value = d.score === undefined ? `— ${d.absentReason}` : d.score.toFixed(3);
-    console.log(`  ${axis(d.kind).padEnd(12)} ${value}${rate === undefined ? "" : ` sampled ${Number((rate * 100).toPrecision(3))} %`}`);
+    console.log(`  ${axis(d.kind).padEnd(12)} ${value}${rate === undefined ? "" : ` ${rateText(rate)}`}`);
   }
+  // a scenario some family scored a sample of (its own rate, HOLISTIC_<FAMILY>_SCENARIO_SAMPLE_RATES, or the family's)
+  for (const s of profile.scenarios) {
+    const rates = Object.entries(s.sampleRates).sort(([a], [b]) => (a < b ? -1 : 1));
+    if (rates.length) console.log(`  scenario ${s.scenario}: ${rates.map(([f, r]) => `${f} ${rateText(r)}`).join(", ")}`);
+  }
+}
+
+function rateText(rate) {
+  return `sampled ${Number((rate * 100).toPrecision(3))} %`;
 }
 
 function removed(what, reply) {

@@ -38,6 +38,11 @@ def rate_text(rate: float) -> str:
     return f"sampled {rate * 100:.3g} %"
 
 
+def scenario_sampled(s: pp.ScenarioProfile) -> str:
+    """`toxicity sampled 5 %` per family that scored a sample of the scenario; empty when none did."""
+    return ", ".join(f"{family} {rate_text(rate)}" for family, rate in sorted(s.sample_rates.items()))
+
+
 def _cell(d: pp.Dimension, pending: dict[str, int] | None = None, sampled: dict[str, float] | None = None) -> str:
     if not d.HasField("score"):
         n = (pending or {}).get(d.family)
@@ -122,8 +127,9 @@ def detail_tables(profile: pp.Profile) -> list[Table | str]:
         metrics = {m.name: m for m in s.metrics}
         acc = metrics.get("accuracy")
         lat = metrics.get("latency_p50")
+        rates = scenario_sampled(s)
         scenarios.add_row(
-            text(s.scenario),
+            text(s.scenario) + (f" [cyan]{text(rates)}[/cyan]" if rates else ""),
             pb.Task.Name(s.task).removeprefix("TASK_").lower() if s.task else "",
             text(s.main_metric),
             f"{s.count:,}",

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -267,10 +268,32 @@ func printProfile(out io.Writer, p *pb.Profile, window string, asJSON bool) erro
 		if d.Score == nil {
 			fmt.Fprintf(out, "  %-12s — %s\n", axis, d.GetAbsentReason())
 		} else if rate, ok := sampled[d.GetFamily()]; ok {
-			fmt.Fprintf(out, "  %-12s %.3f sampled %s %%\n", axis, d.GetScore(), strconv.FormatFloat(rate*100, 'g', 3, 64))
+			fmt.Fprintf(out, "  %-12s %.3f %s\n", axis, d.GetScore(), rateText(rate))
 		} else {
 			fmt.Fprintf(out, "  %-12s %.3f\n", axis, d.GetScore())
 		}
 	}
+	// a scenario some family scored a sample of (its own rate, HOLISTIC_<FAMILY>_SCENARIO_SAMPLE_RATES, or the family's)
+	for _, s := range p.GetScenarios() {
+		rates := s.GetSampleRates()
+		if len(rates) == 0 {
+			continue
+		}
+		families := make([]string, 0, len(rates))
+		for f := range rates {
+			families = append(families, f)
+		}
+		sort.Strings(families)
+		parts := make([]string, len(families))
+		for i, f := range families {
+			parts[i] = f + " " + rateText(rates[f])
+		}
+		fmt.Fprintf(out, "  scenario %s: %s\n", s.GetScenario(), strings.Join(parts, ", "))
+	}
 	return nil
+}
+
+// rateText is "sampled 5 %": beside a value estimated from a share of the predictions.
+func rateText(rate float64) string {
+	return "sampled " + strconv.FormatFloat(rate*100, 'g', 3, 64) + " %"
 }

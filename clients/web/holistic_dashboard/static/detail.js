@@ -5,7 +5,8 @@ import { groupsSection, worstCaseSection } from "./groups.js";
 import { reliabilitySection } from "./reliability.js";
 import { summarizationSection } from "./summarization.js";
 import {
-  absentReason, allMetrics, axisTitle, count, dimName, fmt, h, hasScore, metricText, newestText, notAvailable, num, pendingText, taskName,
+  absentReason, allMetrics, axisTitle, count, dimName, fmt, h, hasScore, metricText, newestText, notAvailable, num, pendingText, rateText,
+  taskName,
 } from "./util.js";
 
 function metricsTable(metrics) {
@@ -37,7 +38,10 @@ function scenariosSection(p) {
     h("thead", {}, h("tr", {}, ["scenario", "task", "main metric", "n", ...names].map((t) => h("th", {}, t)))),
     h("tbody", {}, scenarios.map((s) => {
       const by = Object.fromEntries((s.metrics ?? []).map((m) => [m.name, m]));
-      return h("tr", { "data-scenario": s.scenario }, h("td", {}, s.scenario), h("td", {}, taskName(s.task)),
+      const rates = Object.entries(s.sampleRates ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+      const sampled = rates.map(([family, rate]) => `${family} ${rateText(num(rate))}`).join(", ");
+      return h("tr", { "data-scenario": s.scenario },
+        h("td", {}, s.scenario, sampled ? h("span", { class: "sub sampled" }, ` ${sampled}`) : null), h("td", {}, taskName(s.task)),
         h("td", {}, s.mainMetric || ""), h("td", { class: "num" }, count(s.count)),
         names.map((n) => h("td", { class: "num", title: by[n] ? metricText(by[n]) : "" }, by[n] ? fmt(num(by[n].value), 4) : "—")));
     }))))];
