@@ -61,6 +61,10 @@ INVENTORY: tuple[Stored, ...] = (
     Stored("audit", ("<tenant>",), "stream", "the tenant's audit trail: deletions (model names, what was removed, "
            "by which admin) and token use (a token's sha256 prefix, once an hour per gateway process)", DERIVED,
            "the gateway (holistic/audit.py)", "append-only: never trimmed, and kept when the tenant's data is deleted"),
+    Stored("retention", ("<tenant>",), "string", "the tenant's retention (JSON) as last recorded in its audit trail",
+           DERIVED, "the janitor (retention_record.lua)", "for as long as the service runs"),
+    Stored("retention_tenants", (), "set", "the tenants with a recorded retention", DERIVED,
+           "the janitor (holistic/janitor.py)", "for as long as the service runs"),
     Stored("models_index", ("default",), "sorted set", "the default tenant's model names in name order (ListModels)",
            DERIVED, "the gateway (submit.lua), ListModels once for older data", "as the model set"),
     Stored("models_index", ("<tenant>",), "sorted set", "a tenant's model names in name order (ListModels)", DERIVED,
@@ -139,6 +143,15 @@ class Inventory:
         match, row = found
         slots = [a for a in row.args if a.startswith("<")]
         return match.group(slots.index("<model>") + 1)
+
+    def slots(self, key: str) -> tuple[Stored, dict[str, str]] | None:
+        """The row that describes the key, and the values of its placeholders by name ("<tier>": "m", ...)."""
+        found = self._match(key)
+        if found is None:
+            return None
+        match, row = found
+        names = [a for a in row.args if a.startswith("<")]
+        return row, dict(zip(names, match.groups(), strict=True))
 
     def label(self, row: Stored) -> str:
         """The row's key family as the storage reference writes it (placeholders as <name>)."""
