@@ -185,18 +185,19 @@ def shorten_stored(
 
     for raw_key in r.scan_iter(match=glob, count=PAGE):
         key = _text(raw_key)
-        found = inventory.slots(key)
-        if found is None or split_model(found[1].get("<model>", ""))[0] != tenant:
+        model, row = inventory.model_of(key), inventory.describe(key)
+        if model is None or row is None or split_model(model)[0] != tenant:
             continue
-        row, slots = found
-        if row.builder == "stats" and ":" in slots["<tier>"]:
-            tier, _, bucket = slots["<tier>"].partition(":")
+        tier, index = key.rsplit(":", 2)[-2:]
+        if not index.isdigit():
+            continue
+        if row.builder == "stats" and tier in tier_secs:
             ttl = retention.tier_ttl(tier)
             if not ttl:
                 continue
-            end = (int(bucket) + 1) * tier_secs[tier]
+            end = (int(index) + 1) * tier_secs[tier]
         elif row.builder == "instances":
-            ttl, end = raw, (int(slots["<day>"]) + 1) * DAY
+            ttl, end = raw, (int(index) + 1) * DAY
         else:
             continue
         batch.append((key, math.ceil(end + ttl - now)))

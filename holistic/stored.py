@@ -144,15 +144,6 @@ class Inventory:
         slots = [a for a in row.args if a.startswith("<")]
         return match.group(slots.index("<model>") + 1)
 
-    def slots(self, key: str) -> tuple[Stored, dict[str, str]] | None:
-        """The row that describes the key, and the values of its placeholders by name ("<tier>": "m", ...)."""
-        found = self._match(key)
-        if found is None:
-            return None
-        match, row = found
-        names = [a for a in row.args if a.startswith("<")]
-        return row, dict(zip(names, match.groups(), strict=True))
-
     def label(self, row: Stored) -> str:
         """The row's key family as the storage reference writes it (placeholders as <name>)."""
         return row.example(self.keys)
