@@ -185,13 +185,13 @@ class WatchHub:
                 seen = feed.version
                 yield await asyncio.shield(feed.profile(spec, seen, read))
                 while True:
-                    if feed.deleted:
-                        raise NotFound(f"model {public!r} was deleted")
                     changed = feed.changed
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(changed.wait(), CHECK_S)
                     if not allowed():
                         raise Unauthenticated("the token was revoked or has expired")
+                    if feed.deleted:
+                        raise NotFound(f"model {public!r} was deleted")
                     if feed.version == seen:
                         continue
                     await asyncio.sleep(self.min_interval_s)  # let a burst of applies land
