@@ -10,6 +10,7 @@ from pathlib import Path
 
 from holistic.audit import RAW_TEXT_EXPIRED, RETENTION_CHANGED
 from holistic.envelope import fields_for
+from holistic.instances import SEP, Row
 from holistic.keys import Keys, glob_escape
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.retention import RetentionStore
@@ -19,6 +20,8 @@ from holistic.stored import Inventory
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.windows import DAY
 from holistic.workqueue import WorkQueue
+from metric_services.shared.worst_case import SPEC
+from metric_services.work import Work
 from tests.conftest import drain
 from tests.factories import batch
 from tests.holistic.test_workqueue import add_batch
@@ -166,3 +169,17 @@ def test_workers_write_buckets_with_their_tenants_ttls(r, make_settings, make_wo
     assert team_a["d16"] == team_a["d256"] == team_a["all"] == -1
     settings = acc.settings
     assert settings.minute_retention_s - 5 <= plain["m"] <= settings.minute_retention_s and plain["d"] == -1
+
+
+def test_per_instance_state_lives_its_tenants_raw_text_retention(r, make_settings, make_worker, tmp_path):
+    path = tmp_path / "retention.toml"
+    path.write_text('[tenants.team-a]\nraw_text = "2h"\n')
+    worker = make_worker("robustness", make_settings(retention_file=path, instance_ttl_s=2 * DAY))
+    for model, kept in (("team-a|m", 2 * 3600), ("m", 2 * DAY)):  # the default tenant: HOLISTIC_INSTANCE_TTL_S
+        plan = worker.instances.plan(model, SPEC, [Row(SEP.join(("s", "em", "q")), "o", 1.0, 5)], 0)
+        w = Work("0-1", type("E", (), {"model": model, "seq": 1})(), "b1", 1, {}, None, 0)
+        keys, args = worker._apply_args(w, plan.by_minute, plan.hashes)
+        assert worker.queue.scripts.apply(keys=keys, args=args) == 1
+        now = int(r.time()[0])
+        # the day's hash lives until the day ends, then the tenant's raw-text retention
+        assert abs(r.ttl(KEYS.instances(model, "robustness", now // DAY)) - ((now // DAY + 1) * DAY + kept - now)) <= 2
