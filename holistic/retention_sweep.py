@@ -140,8 +140,8 @@ def expire_raw_text(queue: WorkQueue, store: RetentionStore, now_s: float | None
                                    "unapplied_by_family": dict(sorted(e.by_family.items()))}  # fmt: skip
         queue.r.xadd(queue.keys.audit(tenant), audit.fields(audit.RAW_TEXT_EXPIRED, ACTOR, details))  # type: ignore[arg-type]
         if e.unapplied:
-            log.warning("tenant %s: dropped %d entries no family but some had applied, past its raw-text retention "
-                        "(%d s)", tenant, e.unapplied, limits[tenant])  # fmt: skip
+            log.warning("tenant %s: dropped %d entries some family had not applied yet, past its raw-text "
+                        "retention (%d s)", tenant, e.unapplied, limits[tenant])  # fmt: skip
     return out
 
 
