@@ -10,7 +10,7 @@ import redis
 
 from holistic.keys import Keys
 from holistic.redis_conn import RETRYABLE
-from holistic.retention import RetentionStore
+from holistic.retention import Retention, RetentionStore
 from holistic.retention_sweep import expire_raw_text, record_changes, shorten_stored
 from holistic.settings import Settings
 from holistic.workqueue import WorkQueue
@@ -42,9 +42,12 @@ def enforce_retention(
     """Per-tenant retention (holistic/retention_sweep.py): changes audited and applied to what is stored,
     raw text past its tenant's limit removed from every shard."""
     keys, scripts = queues[0].keys, queues[0].scripts
-    for tenant, retention in record_changes(client, keys, store, scripts).items():
+
+    def shorten(tenant: str, retention: Retention) -> None:
         gone, shortened = shorten_stored(client, keys, tenant, retention, settings.instance_ttl_s, now_s)
         log.info("tenant %s: %d keys past its new retention removed, %d given a shorter TTL", tenant, gone, shortened)
+
+    record_changes(client, keys, store, scripts, before=shorten)
     for queue in queues:
         for tenant, e in expire_raw_text(queue, store, now_s).items():
             log.info("%s: tenant %s's raw text past retention: %d entries (%d unapplied), %d dead letters removed",

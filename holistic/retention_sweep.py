@@ -20,6 +20,7 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,23 +59,36 @@ def _canonical(retention: Retention) -> str:
     return json.dumps(retention.as_dict(), sort_keys=True)
 
 
-def record_changes(r: redis.Redis, keys: Keys, store: RetentionStore, scripts: Scripts) -> dict[str, Retention]:
-    """Audit each tenant whose retention differs from the one recorded (once, whoever sees it first); the
-    tenants that changed, with their retention now."""
+def record_changes(
+    r: redis.Redis,
+    keys: Keys,
+    store: RetentionStore,
+    scripts: Scripts,
+    before: Callable[[str, Retention], None] | None = None,
+) -> dict[str, Retention]:
+    """Audit each tenant whose retention differs from the one recorded (once, whoever records it first);
+    the tenants this call recorded a change of, with their retention now. before(tenant, retention) runs
+    ahead of the record (the janitor shortens what is stored): a pass that dies in it leaves the change
+    unrecorded, so the next pass does it again."""
     current = store.tenants()
     recorded = {_text(t) for t in r.smembers(keys.retention_tenants())}  # type: ignore[union-attr]
     actor = f"{ACTOR} (HOLISTIC_RETENTION_FILE {store.path})" if store.path else ACTOR
+    default = _canonical(store.default)
     changed: dict[str, Retention] = {}
     for tenant in sorted(set(current) | recorded):
         retention = current.get(tenant, store.default)
+        now = _canonical(retention)
+        raw = r.get(keys.retention(tenant))
+        was = None if raw is None else _text(raw)  # type: ignore[arg-type]
+        if was == now:
+            continue
         if tenant not in recorded:
             r.sadd(keys.retention_tenants(), tenant)
-        old = scripts.retention_record(
-            keys=[keys.retention(tenant), keys.audit(tenant)],
-            args=[_canonical(retention), _canonical(store.default), actor],
-        )
+        if before is not None and (was or default) != now:  # a tenant never recorded had the global retention
+            before(tenant, retention)
+        old = scripts.retention_record(keys=[keys.retention(tenant), keys.audit(tenant)], args=[now, default, actor])
         if old:
-            log.info("retention of tenant %s changed: %s -> %s", tenant, _text(old), _canonical(retention))
+            log.info("retention of tenant %s changed: %s -> %s", tenant, _text(old), now)
             changed[tenant] = retention
     return changed
 

@@ -6,11 +6,16 @@ under the old retention gets the new one's TTL; workers write buckets with their
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+
+import pytest
+import redis
 
 from holistic.audit import RAW_TEXT_EXPIRED, RETENTION_CHANGED
 from holistic.envelope import fields_for
 from holistic.instances import SEP, Row
+from holistic.janitor import enforce_retention
 from holistic.keys import Keys, glob_escape
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.retention import RetentionStore
@@ -183,3 +188,29 @@ def test_per_instance_state_lives_its_tenants_raw_text_retention(r, make_setting
         now = int(r.time()[0])
         # the day's hash lives until the day ends, then the tenant's raw-text retention
         assert abs(r.ttl(KEYS.instances(model, "robustness", now // DAY)) - ((now // DAY + 1) * DAY + kept - now)) <= 2
+
+
+def test_the_janitor_shortens_what_is_stored_before_it_records_the_change(r, make_settings, tmp_path, monkeypatch):
+    path = tmp_path / "retention.toml"
+    path.write_text("")
+    settings = make_settings(retention_file=path)
+    store, queues = RetentionStore(settings), [WorkQueue(r, KEYS)]
+    key = KEYS.stats("team-a|gpt", "accuracy", "m", int(time.time() // 60) - 120)  # ended about 2 h ago
+    r.hset(key, "n", 1)
+    r.expire(key, 3 * DAY)
+    enforce_retention(settings, r, queues, store)
+    assert r.exists(key) and audit(r, "team-a") == []
+
+    path.write_text('[tenants.team-a]\nminute = "1h"\n')
+    store.reload()
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise redis.ConnectionError("Redis went away mid-pass")
+
+    monkeypatch.setattr("holistic.janitor.shorten_stored", down)
+    with pytest.raises(redis.ConnectionError):
+        enforce_retention(settings, r, queues, store)
+    assert audit(r, "team-a") == [] and r.exists(key)  # not recorded: the next pass does it again
+    monkeypatch.undo()
+    enforce_retention(settings, r, queues, store)
+    assert not r.exists(key) and [a for a, _, _ in audit(r, "team-a")] == [RETENTION_CHANGED]
