@@ -25,13 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from google.protobuf.message import DecodeError
 
 from holistic import audit
 from holistic.keys import Keys, glob_escape
+from holistic.pending import EXPIRED_BATCHES, EXPIRED_PREDICTIONS
 from holistic.retention import Retention, RetentionStore
 from holistic.scripts import Scripts
 from holistic.stored import Inventory
 from holistic.tenants import internal_model, split_model
+from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.windows import DAY, TIERS
 from holistic.workqueue import WorkQueue, id_key
 
@@ -110,6 +113,7 @@ def expire_raw_text(queue: WorkQueue, store: RetentionStore, now_s: float | None
 
     groups = {str(g["name"]): str(g["last-delivered-id"]) for g in queue.groups()}
     pending = {g: _pending_upto(queue, g, latest) for g in groups}
+    unapplied: list[tuple[str, int, list[str]]] = []  # (model, predictions, families that had not applied it)
     start = "-"
     while True:
         page = queue.r.xrange(queue.stream, min=start, max=str(latest - 1), count=PAGE)
@@ -122,14 +126,19 @@ def expire_raw_text(queue: WorkQueue, store: RetentionStore, now_s: float | None
             ids.append(eid)
             e = out.setdefault(tenant, Expired())
             e.stream_entries += 1
-            waiting = [g for g, last in groups.items() if eid in pending[g] or id_key(eid) > id_key(last)]
+            stamped = _text(fields.get(b"f", b"")).split(",")
+            waiting = [g for g, last in groups.items()
+                       if g in stamped and (eid in pending[g] or id_key(eid) > id_key(last))]  # fmt: skip
             if waiting:
                 e.unapplied += 1
                 e.by_family.update(waiting)
+                unapplied.append((_text(fields[b"m"]), _prediction_count(fields), waiting))
         if ids:
             for g in groups:
                 queue.r.xack(queue.stream, g, *ids)
             queue.r.xdel(queue.stream, *ids)
+            _count_expired(queue.r, queue.keys, unapplied)
+            unapplied = []
         if len(page) < PAGE:
             break
         start = "(" + _text(page[-1][0])
@@ -157,6 +166,25 @@ def expire_raw_text(queue: WorkQueue, store: RetentionStore, now_s: float | None
             log.warning("tenant %s: dropped %d entries some family had not applied yet, past its raw-text "
                         "retention (%d s)", tenant, e.unapplied, limits[tenant])  # fmt: skip
     return out
+
+
+def _prediction_count(fields: dict[bytes, bytes]) -> int:
+    """The predictions of a batch's entry (its request bytes, parsed only for a batch dropped unapplied)."""
+    try:
+        return len(SubmitPredictionsRequest.FromString(fields.get(b"e", b"")).predictions)
+    except DecodeError:
+        return 0
+
+
+def _count_expired(r: redis.Redis, keys: Keys, unapplied: list[tuple[str, int, list[str]]]) -> None:
+    """Count the batches dropped before a family applied them in their model's meta, per family, so the
+    profile's pending no longer waits for them (holistic/pending.py)."""
+    pipe = r.pipeline(transaction=False)
+    for model, n, families in unapplied:
+        for family in families:
+            pipe.hincrby(keys.meta(model), f"{EXPIRED_PREDICTIONS}:{family}", n)
+            pipe.hincrby(keys.meta(model), f"{EXPIRED_BATCHES}:{family}", 1)
+    pipe.execute()
 
 
 def _pending_upto(queue: WorkQueue, group: str, latest_ms: int) -> set[str]:

@@ -79,8 +79,10 @@ INVENTORY: tuple[Stored, ...] = (
     Stored("ingest", ("<model>", "<batch_id>"), "hash", "one batch's sequence, content hash, state, count and accept "
            "time (idempotency)", DERIVED, "the gateway (submit.lua)", "HOLISTIC_IDEMPOTENCY_TTL_S (24 h)"),
     Stored("meta", ("<model>",), "hash", "accepted predictions and batches (in all and per family), first and last "
-           "accept time, newest prediction minute", DERIVED,
-           "the gateway (submit.lua, accepted.lua); workers raise the newest minute (apply.lua)",
+           "accept time, newest prediction minute; per family, batches and predictions a tenant's raw-text retention "
+           "removed before the family applied them", DERIVED,
+           "the gateway (submit.lua, accepted.lua); workers raise the newest minute (apply.lua); the janitor counts "
+           "what retention removed (holistic/retention_sweep.py)",
            "for as long as the service runs"),
     Stored("done", ("<model>", "<family>"), "bitmap", "one bit per batch sequence: the family applied it", DERIVED,
            "workers (apply.lua)", "for as long as the service runs"),

@@ -150,3 +150,25 @@ def test_a_watch_of_a_deleted_model_ends_with_not_found(make_gateway, how):
     for c in clients.values():
         c.close()
     threads["kept"].join(5)
+
+
+def test_a_batch_dropped_by_raw_text_retention_is_audited_and_no_longer_pending(make_gateway, make_settings, r,
+                                                                                 tmp_path):  # fmt: skip
+    path = tmp_path / "retention.toml"
+    path.write_text('[tenants.team-a]\nraw_text = "1s"\n')
+    gw = make_gateway(families="accuracy", tokens=f"team-a:sha256:{hash_token(TEAM)}",
+                      admin_tokens=f"ops:sha256:{hash_token(ADMIN)}", retention_file=path)  # fmt: skip
+    settings = make_settings(families="accuracy", retention_file=path)
+    with gw.client(TEAM) as a, gw.client(ADMIN) as admin:
+        a.submit([prediction("p1"), prediction("p2")], model="gpt")  # no worker runs: both wait for accuracy
+        before = a.get_profile("gpt")
+        time.sleep(1.2)
+        enforce_retention(settings, r, [WorkQueue(r, Keys())], RetentionStore(settings))
+        after = a.get_profile("gpt")
+        audited = [e for e in admin.iter_audit("team-a") if e.action == "raw_text_expired"]
+    assert [(p.pending_predictions, p.pending_batches) for p in before.pending] == [(2, 1)]
+    assert [(p.pending_predictions, p.pending_batches) for p in after.pending] == [(0, 0)]
+    assert after.counts.accepted_predictions == 2  # accepted, and counted as such
+    assert r.xlen(Keys().stream) == 0
+    details = json.loads(audited[0].details_json)
+    assert (details["stream_entries"], details["unapplied"], details["unapplied_by_family"]) == (1, 1, {"accuracy": 1})

@@ -82,6 +82,9 @@ def test_raw_text_past_a_tenants_limit_leaves_the_streams_and_nothing_else(r, ma
     assert [e[0].decode() for e in r.xrange(KEYS.stream)] == [other, plain, recent]
     assert [e[0].decode() for e in r.xrange(KEYS.dead_letters)] == kept_letters
     assert r.xpending(KEYS.stream, "accuracy")["pending"] == 0  # the dropped entry left accuracy's pending list
+    # the dropped batch (one prediction) is no longer on its way to either family (Profile.pending)
+    assert r.hgetall(KEYS.meta("team-a|gpt")) == {b"expired_predictions:accuracy": b"1", b"expired_batches:accuracy":
+        b"1", b"expired_predictions:efficiency": b"1", b"expired_batches:efficiency": b"1"}  # fmt: skip
     assert audit(r, "team-a") == [(RAW_TEXT_EXPIRED, "janitor", {
         "shard": 0, "raw_text_s": 3600, "stream_entries": 2, "unapplied": 1, "dead_letters": 1,
         "unapplied_by_family": {"accuracy": 1, "efficiency": 1}})]  # fmt: skip
