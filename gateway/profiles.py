@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 from gateway.deployment import Deployment
 from gateway.model_pages import Page, encode_token, page_of
 from gateway.read_limits import ReadLimits
+from gateway.retention_notice import notice
 from holistic.errors import FieldViolation, InvalidArgument, NotFound
 from holistic.families import Family
 from holistic.profile import fold as profile_mod
@@ -24,6 +25,7 @@ from holistic.redis.connection import RETRYABLE, set_chunks
 from holistic.redis.keys import Keys
 from holistic.settings import Settings
 from holistic.stats.mergeable import Folded
+from holistic.tenancy.retention import Retention, RetentionStore, defaults
 from holistic.tenancy.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
@@ -80,14 +82,16 @@ class WindowSpec:
             raise InvalidArgument([FieldViolation("preset", f"unknown window preset {preset}")])
         return cls(preset or pp.WINDOW_PRESET_ALL_TIME)
 
-    def resolve(self, now_s: float, settings: Settings) -> windows.Resolved:
-        """Bounded whatever was asked: INVALID_ARGUMENT past HOLISTIC_MAX_WINDOW_BUCKETS, before any read."""
-        retention = (settings.minute_retention_s, settings.hour_retention_s)
+    def resolve(self, now_s: float, settings: Settings, retention: Retention | None = None) -> windows.Resolved:
+        """Bounded whatever was asked: INVALID_ARGUMENT past HOLISTIC_MAX_WINDOW_BUCKETS, before any read.
+        retention: the tenant's (default: the global settings'); buckets past it are never read."""
+        kept = retention or defaults(settings)
+        tiers = (kept.minute_s, kept.hour_s)
         latest = now_s + settings.future_skew_s
         if self.start_s is not None and self.end_s is not None:
-            resolved = windows.resolve(self.start_s, self.end_s, now_s, *retention, latest_s=latest)
+            resolved = windows.resolve(self.start_s, self.end_s, now_s, *tiers, latest, kept.day_s)
         else:
-            resolved = windows.resolve_preset(PRESET_NAMES[self.preset], now_s, *retention, latest_s=latest)
+            resolved = windows.resolve_preset(PRESET_NAMES[self.preset], now_s, *tiers, latest, kept.day_s)
         if len(resolved.buckets) > settings.max_window_buckets:
             raise InvalidArgument(
                 [
@@ -101,12 +105,13 @@ class WindowSpec:
         return resolved
 
 
-def window_message(spec: WindowSpec, resolved: windows.Resolved) -> pp.Window:
+def window_message(spec: WindowSpec, resolved: windows.Resolved, retention_notice: str = "") -> pp.Window:
     w = pp.Window(
         preset=spec.preset,
         resolution_seconds=resolved.resolution_s,
         start_resolution_seconds=resolved.start_grid_s,
         end_resolution_seconds=resolved.end_grid_s,
+        retention_notice=retention_notice,
     )
     if not resolved.all_time:
         w.range.start_time.FromSeconds(int(resolved.start_s))  # type: ignore[arg-type]
@@ -141,6 +146,7 @@ class ProfileReader:
         self.deployment = deployment or Deployment(r, self.keys, settings.queue_shards)
         self.families = families
         self.folds = folds
+        self.retention = RetentionStore(settings)
         self._indexing: dict[str, asyncio.Lock] = {}  # per tenant: one indexing of its models at a time
         self.limits = limits or ReadLimits(
             settings.tenant_concurrent_reads,
@@ -157,7 +163,8 @@ class ProfileReader:
     ) -> pp.Profile:
         """The profile of the tenant's model `public`; NotFound for a model the tenant never sent.
         queue: wait for one of the tenant's read slots rather than be refused when many wait."""
-        resolved = spec.resolve(time.time(), self.settings)  # refuses an over-long window before any wait
+        # refuses an over-long window before any wait
+        resolved = spec.resolve(time.time(), self.settings, self.retention.of(tenant))
         cost = len(resolved.buckets) * len(await self.deployment.families()) + 1
         async with self.limits.read(tenant, queue, cost):
             if not await retrying(lambda: self.exists(public, tenant)):
@@ -167,7 +174,8 @@ class ProfileReader:
     async def _read(self, public: str, spec: WindowSpec, tenant: str) -> pp.Profile:
         model = internal_model(tenant, public)
         now = time.time()
-        resolved = spec.resolve(now, self.settings)
+        retention = self.retention.of(tenant)
+        resolved = spec.resolve(now, self.settings, retention)
         families = await self.deployment.families()
         keys: list[str] = []
         for fam in families:  # per family: its recorded signatures, then its buckets
@@ -175,7 +183,7 @@ class ProfileReader:
             keys += [self.keys.stats(model, fam, tier, bucket) for tier, bucket in resolved.buckets]
         replies: list[Any] = [await self.r.hgetall(self.keys.meta(model))]  # type: ignore[misc]
         replies += await self._hgetall_each(keys)
-        window = window_message(spec, resolved)
+        window = window_message(spec, resolved, notice(retention, resolved, now))
         loop = asyncio.get_running_loop()
         profile = await loop.run_in_executor(
             self.folds,

@@ -6,7 +6,9 @@ watches hold no connection of the pools that reads and submits use, however many
 model's feed wakes its watchers; watchers of one model and window share each recomputed profile
 (computed at most every `min_interval_s`: bursts of applies coalesce), so a thousand watchers cost
 one read per update. Every watcher re-checks its token at least every CHECK_S, so a revoked or
-expired token's streams end within a second.
+expired token's streams end within a second. The loop reads the watched models' tombstones (one GET each,
+one pipeline) at most every CHECK_S: a model deleted (DeleteModel, DeleteTenantData: its tombstone set
+or renumbered) ends its watches with NOT_FOUND, "model ... was deleted", within about a second.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -23,7 +26,7 @@ from redis.crc import key_slot
 
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.read_limits import ReadLimits
-from holistic.errors import Unauthenticated
+from holistic.errors import NotFound, Unauthenticated
 from holistic.redis.connection import RETRYABLE
 from holistic.tenancy.tenants import DEFAULT_TENANT, internal_model
 from holistic.v1.profile_pb2 import Profile
@@ -42,8 +45,11 @@ class _Feed:
     """One watched model: the last updates-stream id seen, a version bumped per batch of news, and the
     latest profile per window, shared by its watchers."""
 
-    def __init__(self, last_id: str) -> None:
+    def __init__(self, last_id: str, model: str, tombstone: bytes | None) -> None:
         self.last_id = last_id
+        self.model = model
+        self.tombstone = tombstone  # the model's tombstone when the feed began: another one is a deletion
+        self.deleted = False
         self.version = 0
         self.changed = asyncio.Event()
         self.watchers = 0
@@ -90,9 +96,10 @@ class WatchHub:
         if feed is None:
             # the newest entry now: everything after it is news, with no gap before the loop's next XREAD
             newest = await self.reader.r.xrevrange(stream, count=1)
+            tombstone = await self.reader.r.get(self.keys.deleted(model))
             feed = self.feeds.get(stream)  # another watcher may have joined meanwhile
             if feed is None:
-                feed = self.feeds[stream] = _Feed(_text(newest[0][0]) if newest else "0-0")
+                feed = self.feeds[stream] = _Feed(_text(newest[0][0]) if newest else "0-0", model, tombstone)
         feed.watchers += 1
         if self.task is None or self.task.done():
             self.task = asyncio.create_task(self._loop(), name="watch-feed")
@@ -114,8 +121,22 @@ class WatchHub:
             by_slot[key_slot(key.encode())][key] = last
         return list(by_slot.values())
 
+    async def _check_deleted(self) -> None:
+        """End the feeds of models deleted since they began: their watchers answer NOT_FOUND."""
+        feeds = list(self.feeds.items())
+        pipe = self.feed_r.pipeline(transaction=False)
+        for _, feed in feeds:
+            pipe.get(self.keys.deleted(feed.model))
+        for (stream, feed), tombstone in zip(feeds, await pipe.execute(), strict=True):
+            if tombstone is not None and tombstone != feed.tombstone:
+                feed.deleted = True
+                feed.bump()
+                if self.feeds.get(stream) is feed:
+                    del self.feeds[stream]
+
     async def _loop(self) -> None:
         delay = 0.1
+        checked = 0.0
         while True:
             groups = self._groups()
             if not groups:
@@ -138,6 +159,12 @@ class WatchHub:
                     if feed is not None and entries:
                         feed.last_id = _text(entries[-1][0])
                         feed.bump()
+            if self.feeds and time.monotonic() - checked >= CHECK_S:
+                checked = time.monotonic()
+                try:
+                    await self._check_deleted()
+                except RETRYABLE as exc:
+                    log.warning("watch feed: redis unreachable (%s)", exc)
 
     async def watch(
         self,
@@ -163,6 +190,8 @@ class WatchHub:
                         await asyncio.wait_for(changed.wait(), CHECK_S)
                     if not allowed():
                         raise Unauthenticated("the token was revoked or has expired")
+                    if feed.deleted:
+                        raise NotFound(f"model {public!r} was deleted")
                     if feed.version == seen:
                         continue
                     await asyncio.sleep(self.min_interval_s)  # let a burst of applies land

@@ -167,6 +167,12 @@ class Settings(BaseSettings):
     # --- Statistics and profiles -----------------------------------------------------------
     minute_retention_s: int = Field(default=3 * 86_400, ge=3600, description="How long minute buckets live.")
     hour_retention_s: int = Field(default=400 * 86_400, ge=86_400, description="How long hour buckets live.")
+    retention_file: Path | None = Field(
+        default=None,
+        description="Per-tenant retention (TOML, re-read on change; tenancy/retention.py, docs/data-lifecycle.md): "
+        "how long a tenant's raw text (stream entries, dead letters, per-instance state) and its minute, hour and "
+        "day buckets stay, each at most the global value. Unset: every tenant keeps the global retention.",
+    )
     main_metrics: dict[str, str] = Field(
         default_factory=dict, description='Per scenario main metric override, JSON: {"qa": "exact_match"}.'
     )

@@ -34,6 +34,7 @@ from holistic.redis.keys import Keys
 from holistic.settings import Settings
 from holistic.stats.instances import InstanceStore, StateConflict
 from holistic.stats.mergeable import Stats
+from holistic.tenancy.retention import RetentionStore
 from metric_services import heap, minutes
 from metric_services.fault_plan import Faults
 from metric_services.middleware import Middleware
@@ -115,8 +116,11 @@ class Worker:
         self.counters = Counters()
         self.stopping = threading.Event()
         self._last_recover = 0.0
+        self.retention = RetentionStore(settings)
         ttl, cap = settings.instance_ttl_s, settings.instance_cap
-        self.instances = InstanceStore(client, self.keys, self.group, ttl, cap, cluster=settings.redis_cluster)
+        self.instances = InstanceStore(
+            client, self.keys, self.group, ttl, cap, cluster=settings.redis_cluster, ttl_of=self._instance_ttl
+        )
         # (model, redaction) -> this worker's signature: id, bytes
         self._signatures: dict[tuple[str, str], tuple[str, bytes]] = {}
         self._recorded: set[tuple[str, str]] = set()  # (model, redaction) whose signature this process wrote
@@ -483,7 +487,14 @@ class Worker:
             newest = None  # an apply of this process raised it that far already
         return apply_args(
             w, self.keys, self.group, self.settings, signature, not recorded, by_minute, hashes, newest,
+            self.retention.of_model(model),
         )  # fmt: skip
+
+    def _instance_ttl(self, model: str) -> int:
+        """How long the model's per-instance state (raw text) stays: its tenant's raw-text retention, at most
+        HOLISTIC_INSTANCE_TTL_S."""
+        raw = self.retention.of_model(model).raw_text_s
+        return self.settings.instance_ttl_s if raw is None else min(raw, self.settings.instance_ttl_s)
 
 
 def run_worker(family: str | Family, settings: Settings, client: redis.Redis) -> Worker:

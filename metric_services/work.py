@@ -20,6 +20,7 @@ from holistic.queue import envelope as env_mod
 from holistic.redis.keys import NEWEST_MINUTE, Keys
 from holistic.settings import Settings
 from holistic.stats.mergeable import Stats, signature_field
+from holistic.tenancy.retention import Retention, defaults
 
 UPDATES_MAXLEN = 1000  # entries kept on a model's updates stream (the watchers' wake-up calls)
 
@@ -89,11 +90,13 @@ def apply_args(
     by_minute: dict[int, Stats] | None = None,
     hashes: dict[str, tuple[int, list[Any]]] | None = None,
     newest_minute: int | None = None,
+    retention: Retention | None = None,
 ) -> tuple[list[str], list[Any]]:
     """KEYS and ARGV of apply.lua: the statistics tiers of by_minute (default: w's), then any
     instance-state hashes with their ops. signature: the worker's (id, bytes); its id counts the
     predictions, its bytes are written beside them while write_signature. newest_minute: raised on
-    the model's meta hash (kept at its max) when given."""
+    the model's meta hash (kept at its max) when given. retention: the model's tenant's (holistic/tenancy/retention.py;
+    default: the global settings), whose tiers' TTLs the buckets get."""
     by_minute = w.by_minute if by_minute is None else by_minute
     model = w.entry.model
     sid, raw_signature = signature
@@ -101,7 +104,8 @@ def apply_args(
     stamped = {m: Stats().merge(st) for m, st in by_minute.items()}
     for minute, count in w.per_minute.items():
         stamped.setdefault(minute, Stats()).incr(stamp, count)
-    ttl = {"m": settings.minute_retention_s, "h": settings.hour_retention_s}  # longer tiers are kept
+    retention = retention or defaults(settings)
+    ttl = {tier: retention.tier_ttl(tier) for tier in ("m", "h", "d")}  # coarser tiers are kept
     members: dict[str, tuple[int, list[Stats]]] = {}
     for minute, st in stamped.items():
         for tier, bucket in tier_buckets(minute):

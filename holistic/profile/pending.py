@@ -15,6 +15,9 @@ from holistic.stats.mergeable import signature_field
 from holistic.v1 import profile_pb2 as pp
 
 PREDICTIONS, BATCHES = "accepted_predictions", "accepted_batches"  # accepted.lua's fields, ":<family>" per family
+# per family, what a tenant's raw-text retention removed before the family applied it (tenancy/retention_sweep.py):
+# never on its way any more
+EXPIRED_PREDICTIONS, EXPIRED_BATCHES = "expired_predictions", "expired_batches"
 
 
 def signature_fields(signature_ids: Iterable[str]) -> list[str]:
@@ -25,16 +28,19 @@ def signature_fields(signature_ids: Iterable[str]) -> list[str]:
 def family_pending(
     family: str, meta: Mapping[str, float], applied_batches: int, applied_counts: Sequence[bytes | None]
 ) -> pp.FamilyPending:
-    """Accepted for the family minus applied by it, never below 0 (a count read a moment apart from
-    the other). A model whose meta holds no per-family counts (all its batches accepted by a gateway
-    from before them) compares the model's totals instead."""
+    """Accepted for the family minus applied by it, and minus what retention removed before it applied
+    it, never below 0 (a count read a moment apart from the other). A model whose meta holds no
+    per-family counts (all its batches accepted by a gateway from before them) compares the model's
+    totals instead."""
     applied = sum(int(float(c)) for c in applied_counts if c is not None)
     per_family = any(k.startswith(BATCHES + ":") for k in meta)
     suffix = f":{family}" if per_family else ""
+    expired_predictions = int(meta.get(f"{EXPIRED_PREDICTIONS}:{family}", 0))
+    expired_batches = int(meta.get(f"{EXPIRED_BATCHES}:{family}", 0))
     return pp.FamilyPending(
         family=family,
-        pending_predictions=max(int(meta.get(PREDICTIONS + suffix, 0)) - applied, 0),
-        pending_batches=max(int(meta.get(BATCHES + suffix, 0)) - applied_batches, 0),
+        pending_predictions=max(int(meta.get(PREDICTIONS + suffix, 0)) - applied - expired_predictions, 0),
+        pending_batches=max(int(meta.get(BATCHES + suffix, 0)) - applied_batches - expired_batches, 0),
     )
 
 

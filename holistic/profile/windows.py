@@ -83,10 +83,12 @@ def resolve(
     minute_retention_s: float,
     hour_retention_s: float = 400 * DAY,
     latest_s: float | None = None,
+    day_retention_s: float | None = None,
 ) -> Resolved:
     """Cover [start_s, end_s) with the coarsest whole buckets inside and finer buckets at the edges.
 
     latest_s: no data exists after it (default: no clamp at the end); the start is clamped to 2000-01-01.
+    day_retention_s: how long day buckets are kept (a tenant's retention); None: for good.
     """
     if end_s <= start_s:
         raise ValueError("window end must be after its start")
@@ -96,7 +98,9 @@ def resolve(
         hi = min(hi, math.ceil(latest_s / MINUTE) * MINUTE)
     if hi <= lo:  # entirely outside where data can exist: one minute at the nearest end
         lo, hi = (hi - MINUTE, hi) if start_s >= hi else (lo, lo + MINUTE)
-    retention = (minute_retention_s, max(hour_retention_s, minute_retention_s))
+    retention: tuple[float, ...] = (minute_retention_s, max(hour_retention_s, minute_retention_s))
+    if day_retention_s is not None:
+        retention += (max(day_retention_s, retention[1]),)
     # The oldest bucket index of each tier that is surely still kept; longer tiers are kept for good.
     oldest = [math.floor((now_s - r) / secs) + 1 for r, (_, secs) in zip(retention, TIERS, strict=False)]
 
@@ -139,8 +143,9 @@ def resolve_preset(
     minute_retention_s: float,
     hour_retention_s: float = 400 * DAY,
     latest_s: float | None = None,
+    day_retention_s: float | None = None,
 ) -> Resolved:
     if name == "all_time":
         return ALL_TIME
     span = PRESET_SECONDS[name]
-    return resolve(now_s - span, now_s, now_s, minute_retention_s, hour_retention_s, latest_s)
+    return resolve(now_s - span, now_s, now_s, minute_retention_s, hour_retention_s, latest_s, day_retention_s)

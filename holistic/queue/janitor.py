@@ -1,4 +1,5 @@
-"""The janitor: trims the work stream below what every group still needs, and forgets dead consumers."""
+"""The janitor: trims the work stream below what every group still needs, forgets dead consumers, and
+enforces each tenant's retention (holistic/tenancy/retention_sweep.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from holistic.queue.work import WorkQueue
 from holistic.redis.connection import RETRYABLE
 from holistic.redis.keys import Keys
 from holistic.settings import Settings
+from holistic.tenancy.retention import Retention, RetentionStore
+from holistic.tenancy.retention_sweep import expire_raw_text, record_changes, shorten_stored
 
 log = logging.getLogger("holistic.queue.janitor")
 
@@ -33,10 +36,29 @@ def sweep(queue: WorkQueue, ensure: list[str], stale_ms: int = STALE_CONSUMER_MS
     return trimmed, removed
 
 
+def enforce_retention(
+    settings: Settings, client: redis.Redis, queues: list[WorkQueue], store: RetentionStore, now_s: float | None = None
+) -> None:
+    """Per-tenant retention (holistic/tenancy/retention_sweep.py): changes audited and applied to what is stored,
+    raw text past its tenant's limit removed from every shard."""
+    keys, scripts = queues[0].keys, queues[0].scripts
+
+    def shorten(tenant: str, retention: Retention) -> None:
+        gone, shortened = shorten_stored(client, keys, tenant, retention, settings.instance_ttl_s, now_s)
+        log.info("tenant %s: %d keys past its new retention removed, %d given a shorter TTL", tenant, gone, shortened)
+
+    record_changes(client, keys, store, scripts, before=shorten)
+    for queue in queues:
+        for tenant, e in expire_raw_text(queue, store, now_s).items():
+            log.info("%s: tenant %s's raw text past retention: %d entries (%d unapplied), %d dead letters removed",
+                     queue.stream, tenant, e.stream_entries, e.unapplied, e.dead_letters)  # fmt: skip
+
+
 def run_janitor(settings: Settings, client: redis.Redis, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     keys = Keys(settings.key_prefix)
     queues = [WorkQueue(client, keys, shard=n) for n in range(settings.queue_shards)]
+    store = RetentionStore(settings)
     log.info("janitor trimming %d queue shard(s) every %.0fs", len(queues), settings.janitor_interval_s)
     while not stop.is_set():
         try:
@@ -44,6 +66,7 @@ def run_janitor(settings: Settings, client: redis.Redis, stop: threading.Event |
                 trimmed, removed = sweep(queue, list(settings.families))
                 if trimmed or removed:
                     log.info("%s: trimmed %d entries, removed %d idle consumers", queue.stream, trimmed, removed)
+            enforce_retention(settings, client, queues, store)
         except RETRYABLE as exc:
             log.warning("redis unreachable (%s)", exc)
         stop.wait(settings.janitor_interval_s)

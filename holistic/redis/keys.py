@@ -61,6 +61,15 @@ class Keys:
         a tenant's data (whose keys share `{t:<tenant>}`) leaves the record of the deletion."""
         return f"{self.prefix}:{{a:{tenant}}}:audit"
 
+    def retention(self, tenant: str) -> str:
+        """STRING: the tenant's retention as last recorded in its audit trail (JSON; holistic/tenancy/retention.py), so
+        a change of the retention file is audited once, old -> new, whichever janitor notices it first."""
+        return f"{self.prefix}:{{a:{tenant}}}:retention"
+
+    def retention_tenants(self) -> str:
+        """SET: the tenants with a recorded retention: one dropped from the file is audited going back."""
+        return f"{self.prefix}:retention:tenants"
+
     def rate(self, tenant: str, second: int) -> str:
         """STRING: predictions the tenant submitted in that epoch second (expires after 2 s)."""
         return f"{self.prefix}:{{t:{tenant}}}:rate:{second}"

@@ -50,18 +50,24 @@ INVENTORY: tuple[Stored, ...] = (
     Stored("stream_for", ("<shard>",), "stream", "one entry per accepted batch: the versioned envelope with every "
            "prediction as submitted (its PII replaced with HOLISTIC_REDACT=on)", RAW_TEXT,
            "the gateway (submit.lua, XADD once per batch)",
-           "until every family's group has acknowledged it; then the janitor trims it (XTRIM MINID)"),
+           "until every family's group has acknowledged it; then the janitor trims it (XTRIM MINID); a tenant's "
+           "raw-text retention removes it earlier, applied or not (docs/data-lifecycle.md)"),
     Stored("dead_letters_for", ("<shard>",), "stream", "entries a family gave up on, the envelope included, with the "
            "group and delivery count", RAW_TEXT, "workers (deadletter.lua)",
-           "until replayed or deleted (`holistic dlq`); no automatic expiry"),
+           "until replayed or deleted (`holistic dlq`), or its tenant's raw-text retention has passed"),
     Stored("models", ("default",), "set", "the default tenant's model names", DERIVED, "the gateway (submit.lua)",
            "for as long as the service runs"),
     Stored("models", ("<tenant>",), "set", "a tenant's model names", DERIVED, "the gateway (submit.lua)",
            "for as long as the service runs"),
     Stored("audit", ("<tenant>",), "stream", "the tenant's audit trail: deletions (model names, what was removed, "
-           "by which admin) and token use (a token's sha256 prefix, once an hour per gateway process)", DERIVED,
-           "the gateway (holistic/tenancy/audit.py)",
+           "by which admin), token use (a token's sha256 prefix, once an hour per gateway process), retention "
+           "changes (old -> new) and the raw text they removed (counts)", DERIVED,
+           "the gateway (holistic/tenancy/audit.py), the janitor (holistic/tenancy/retention_sweep.py)",
            "append-only: never trimmed, and kept when the tenant's data is deleted"),
+    Stored("retention", ("<tenant>",), "string", "the tenant's retention (JSON) as last recorded in its audit trail",
+           DERIVED, "the janitor (retention_record.lua)", "for as long as the service runs"),
+    Stored("retention_tenants", (), "set", "the tenants with a recorded retention", DERIVED,
+           "the janitor (holistic/queue/janitor.py)", "for as long as the service runs"),
     Stored("models_index", ("default",), "sorted set", "the default tenant's model names in name order (ListModels)",
            DERIVED, "the gateway (submit.lua), ListModels once for older data", "as the model set"),
     Stored("models_index", ("<tenant>",), "sorted set", "a tenant's model names in name order (ListModels)", DERIVED,
@@ -73,22 +79,25 @@ INVENTORY: tuple[Stored, ...] = (
     Stored("ingest", ("<model>", "<batch_id>"), "hash", "one batch's sequence, content hash, state, count and accept "
            "time (idempotency)", DERIVED, "the gateway (submit.lua)", "HOLISTIC_IDEMPOTENCY_TTL_S (24 h)"),
     Stored("meta", ("<model>",), "hash", "accepted predictions and batches (in all and per family), first and last "
-           "accept time, newest prediction minute", DERIVED,
-           "the gateway (submit.lua, accepted.lua); workers raise the newest minute (apply.lua)",
+           "accept time, newest prediction minute; per family, batches and predictions a tenant's raw-text retention "
+           "removed before the family applied them", DERIVED,
+           "the gateway (submit.lua, accepted.lua); workers raise the newest minute (apply.lua); the janitor counts "
+           "what retention removed (holistic/tenancy/retention_sweep.py)",
            "for as long as the service runs"),
     Stored("done", ("<model>", "<family>"), "bitmap", "one bit per batch sequence: the family applied it", DERIVED,
            "workers (apply.lua)", "for as long as the service runs"),
     Stored("stats", ("<model>", "<family>", "<tier>"), "hash", "mergeable statistics (counts, sums, histograms, "
            "sketch bins) of a family over all time or one time bucket; field names carry scenario names, group tags, "
            "perturbation names and classifier labels", DERIVED, "workers (apply.lua)",
-           "minute buckets HOLISTIC_MINUTE_RETENTION_S (3 days), hour buckets HOLISTIC_HOUR_RETENTION_S (400 days); "
-           "day, 16-day, 256-day buckets and all time: no expiry"),
+           "minute buckets HOLISTIC_MINUTE_RETENTION_S (3 days), hour buckets HOLISTIC_HOUR_RETENTION_S (400 days), "
+           "or the tenant's shorter retention (HOLISTIC_RETENTION_FILE, which may also limit day buckets); 16-day, "
+           "256-day buckets and all time: no expiry"),
     Stored("signatures", ("<model>", "<family>"), "hash", "each configuration a family's workers applied the model's "
            "batches with (version, options, model hash)", DERIVED, "workers (apply.lua)",
            "for as long as the service runs"),
     Stored("instances", ("<model>", "<family>", "<day>"), "hash", "per-instance reduced state (prediction ids and "
            "numbers: worst cases, maxima, joins of variants with their originals)", DERIVED, "workers (apply.lua)",
-           "HOLISTIC_INSTANCE_TTL_S (2 days) to that plus one day"),
+           "HOLISTIC_INSTANCE_TTL_S (2 days), or the tenant's shorter raw-text retention, after the end of its day"),
     Stored("group_keys", ("<model>",), "set", "the distinct `groups` keys the model's predictions carried", DERIVED,
            "the gateway (group_caps.lua)", "for as long as the service runs"),
     Stored("group_values", ("<model>", "<key>"), "set", "the distinct values of one `groups` key", DERIVED,

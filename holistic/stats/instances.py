@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol
@@ -296,12 +296,21 @@ class InstanceStore:
     apply's '@' check applies the same shift, so production leaves it 0."""
 
     def __init__(
-        self, client: Any, keys: Keys, family: str, ttl_s: int, cap: int, offset_s: float = 0.0, cluster: bool = False
+        self,
+        client: Any,
+        keys: Keys,
+        family: str,
+        ttl_s: int,
+        cap: int,
+        offset_s: float = 0.0,
+        cluster: bool = False,
+        ttl_of: Callable[[str], int] | None = None,
     ) -> None:
         self.r = client
         self.keys = keys
         self.family = family
         self.ttl_s = ttl_s
+        self.ttl_of = ttl_of  # model -> its state's TTL, at most ttl_s (a tenant's raw-text retention)
         self.cap = cap
         self.offset_s = offset_s
         self._skew = offset_s  # Redis's clock (shifted) minus ours at the last read: which days to read
@@ -404,8 +413,9 @@ class InstanceStore:
             ops[today] += ("i", COUNT_FIELD, created, "@", repr(self.offset_s), day)
         if accept_s is not None:
             self.late(rows, accept_s, by_minute)
+        ttl = self.ttl_s if self.ttl_of is None else min(self.ttl_s, self.ttl_of(model))
         hashes = {
-            shard: (max(1, (d + 1) * DAY + self.ttl_s - int(now)), shard_ops)
+            shard: (max(1, (d + 1) * DAY + ttl - int(now)), shard_ops)
             for shard, d, shard_ops in zip(shard_keys, days, ops, strict=True)
             if shard_ops
         }

@@ -1,4 +1,5 @@
-"""An append-only audit trail per tenant: who deleted what, and which tokens were used when.
+"""An append-only audit trail per tenant: who deleted what, which tokens were used when, and what the
+retention was changed to and what it removed.
 
 One Redis stream per tenant (holistic/redis/keys.py `audit`), never trimmed and kept when the tenant's
 data is deleted, readable by an admin (`ReadAudit`, `holistic audit TENANT`). Each entry: the action,
@@ -27,6 +28,13 @@ log = logging.getLogger("holistic.tenancy.audit")
 DELETE_MODEL = "delete_model"
 DELETE_TENANT_DATA = "delete_tenant_data"
 TOKEN_USED = "token_used"
+RETENTION_CHANGED = "retention_changed"  # written by holistic/redis/lua/retention_record.lua
+RAW_TEXT_EXPIRED = "raw_text_expired"  # the janitor (holistic/tenancy/retention_sweep.py)
+
+
+def fields(action: str, actor: str, details: dict[str, Any]) -> dict[str, str]:
+    """One audit entry's stream fields."""
+    return {"action": action, "actor": actor, "details": json.dumps(details, sort_keys=True)}
 
 
 @dataclass(frozen=True)
@@ -46,8 +54,7 @@ class Audit:
         self._seen: dict[tuple[str, str], int] = {}  # (tenant, token digest) -> the hour last recorded
 
     async def record(self, tenant: str, action: str, actor: str, **details: Any) -> str:
-        fields = {"action": action, "actor": actor, "details": json.dumps(details, sort_keys=True)}
-        entry = await self.r.xadd(self.keys.audit(tenant), fields)  # type: ignore[arg-type]
+        entry = await self.r.xadd(self.keys.audit(tenant), fields(action, actor, details))  # type: ignore[arg-type]
         return entry.decode() if isinstance(entry, bytes) else str(entry)
 
     async def token_used(self, tenant: str, token: str) -> None:

@@ -35,6 +35,8 @@ function show(profile) {
   // accepted, not yet applied: an absent axis may only be on its way
   const pending = profile.pending.filter((f) => f.pendingPredictions > 0n).map((f) => `${f.family} ${f.pendingPredictions}`);
   if (pending.length) console.log(`  pending: ${pending.join(", ")}`);
+  // the part of the window past the tenant's retention: which tiers' buckets are gone
+  if (profile.window?.retentionNotice) console.log(`  retention: ${profile.window.retentionNotice}`);
   // a family that scores a share of the predictions (HOLISTIC_<FAMILY>_SAMPLE_RATE) says so beside its value
   const sampled = new Map(profile.families.filter((f) => f.sampleRate !== undefined).map((f) => [f.family, f.sampleRate]));
   for (const d of profile.dimensions) {

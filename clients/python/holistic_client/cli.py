@@ -229,6 +229,9 @@ def profile(
     out.print(profiles_table(profiles, title=f"holistic profiles ({window})"))
     for note in filter(None, (empty_note(p, time.time()) for p in profiles)):
         out.print(text(note))
+    for p in profiles:
+        if p.window.retention_notice:  # the part of the window past the tenant's retention
+            out.print(text(f"{p.model}: {p.window.retention_notice}"))
     for p in profiles if detail else profiles[:1] if len(profiles) == 1 else []:
         for part in detail_tables(p):
             out.print(part)
@@ -252,9 +255,10 @@ def watch(model: str, window: str, as_json: bool, target: str, connect: Connect)
                 if as_json:
                     click.echo(json_format.MessageToJson(p, indent=None), nl=True)
                 else:
-                    make_console().print(
-                        profiles_table([p], title=f"{model} ({window}) at {p.compute_time.ToJsonString()}")
-                    )
+                    out = make_console()
+                    out.print(profiles_table([p], title=f"{model} ({window}) at {p.compute_time.ToJsonString()}"))
+                    if p.window.retention_notice:
+                        out.print(text(f"{p.model}: {p.window.retention_notice}"))
         except ClientError as exc:
             make_console(True).print(f"[red]error:[/red] {text(exc)}")
             sys.exit(2)

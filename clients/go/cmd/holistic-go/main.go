@@ -256,6 +256,10 @@ func printProfile(out io.Writer, p *pb.Profile, window string, asJSON bool) erro
 	if len(pending) > 0 {
 		fmt.Fprintf(out, "  pending: %s\n", strings.Join(pending, ", "))
 	}
+	// the part of the window past the tenant's retention: which tiers' buckets are gone
+	if notice := p.GetWindow().GetRetentionNotice(); notice != "" {
+		fmt.Fprintf(out, "  retention: %s\n", notice)
+	}
 	// a family that scores a share of the predictions (HOLISTIC_<FAMILY>_SAMPLE_RATE) says so beside its value
 	sampled := map[string]float64{}
 	for _, f := range p.GetFamilies() {
