@@ -15,7 +15,7 @@ from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import prediction_pb2 as pb
 from tests.conftest import drain
-from tests.factories import prediction
+from tests.factories import classified, prediction
 from tests.gateway.test_request_bounds import violations
 
 
@@ -52,17 +52,6 @@ def test_a_window_against_the_one_before(client, make_worker):
     gate = client.compare_profiles("m", window="1h", fail_on=["toxicity"])
     assert (gate.decision, list(gate.not_enough_data)) == (es.DECISION_NOT_ENOUGH_DATA, ["toxicity"])
     assert gate.summary.startswith("not enough data to decide: toxicity")
-
-
-def classified(model: str, n: int, wrong_every: int, now: float) -> list[pb.Prediction]:
-    """n classification predictions over 20 minutes (20 time buckets); every `wrong_every`-th wrong."""
-    out = []
-    for i in range(n):
-        truth = "positive" if i % 3 else "negative"
-        output = ("negative" if truth == "positive" else "positive") if i % wrong_every == 0 else truth
-        out.append(prediction(f"{model}{i}", model=model, scenario="imdb", task=pb.TASK_CLASSIFICATION,
-                              output=output, references=[truth], produced_at_s=now - 60 * (i % 20)))  # fmt: skip
-    return out
 
 
 def test_corpus_level_cells_by_bucket_bootstrap(client, make_worker):
