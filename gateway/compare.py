@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from gateway import paired
 from gateway.profiles import ProfileReader, Stored, WindowSpec
@@ -21,6 +21,7 @@ from holistic import bucket_bootstrap, significance
 from holistic.comparison import Change, compare, dimension_name, previous_range
 from holistic.errors import FieldViolation, InvalidArgument
 from holistic.families import Family
+from holistic.profile import HELM_AXES, axis_name
 from holistic.stats import Folded
 from holistic.tenants import internal_model
 from holistic.v1 import evaluation_service_pb2 as es
@@ -58,6 +59,19 @@ def _check(request: es.CompareProfilesRequest) -> tuple[float, str, list[str]]:
     if bad:
         raise InvalidArgument(bad)
     return request.level or significance.LEVEL, METHODS[request.multiplicity], list(request.fail_on) or ["any"]
+
+
+def _check_names(fail_on: Sequence[str], *profiles: pp.Profile) -> None:
+    """A name in fail_on is an axis (HELM's seven, or one the profiles have), "any", or FAMILY/METRIC:
+    a misspelt axis is INVALID_ARGUMENT rather than "not enough data"."""
+    axes = sorted({axis_name(k) for k in HELM_AXES} | {dimension_name(d) for p in profiles for d in p.dimensions})
+    bad = [
+        FieldViolation(f"fail_on[{i}]", f"unknown axis {name}; use {', '.join(axes)}, any, or FAMILY/METRIC")
+        for i, name in enumerate(fail_on)
+        if name != "any" and "/" not in name and name not in axes
+    ]
+    if bad:
+        raise InvalidArgument(bad)
 
 
 def _cells(profile: pp.Profile) -> dict[str, pp.Dimension | pp.Metric]:
@@ -133,6 +147,7 @@ class Comparer:
             start_ns, end_ns = round(span[0] * 1e9), round(span[1] * 1e9)
             previous = WindowSpec(pp.WINDOW_PRESET_UNSPECIFIED, span[0], span[1], (start_ns, end_ns))
             before, before_stored = await self.reader.stored(request.model, previous, tenant)
+        _check_names(request.fail_on, before, after)
         loop = asyncio.get_running_loop()
         changes = compare(after, before)
         tests: dict[str, significance.Test] = {}

@@ -3,11 +3,12 @@
 Where a family keeps per-instance state (holistic/instances.py: robustness and fairness's worst case,
 toxicity's inputs, bias's pairs, retrieval's queries), an instance key names the same instance for
 every model (its scenario, metric and id). Both models' states are joined on that key, kept when the
-instance's minute lies in the window, and each slot both states hold (the original "o", a variant
-"p:typos", ...) becomes one paired cell "<family>/paired:<slot>": the mean of the slot's values over the
-shared instances, before and after, tested per instance (holistic/significance.py: McNemar for 0/1
-values, a paired z test otherwise). A slot has no better or worse here (the fold knows what it means),
-so a paired cell says whether the two models differ on the same instances, not which is better.
+instance's minute lies in the window. Each slot both states hold (the original "o", a variant
+"p:typos", ...) for at least MIN_PAIRS shared instances becomes one paired cell
+"<family>/paired:<slot>": the mean of the slot's values over the shared instances, before and after,
+tested per instance (holistic/significance.py: McNemar for 0/1 values, a paired z test otherwise). A
+slot has no better or worse here (the fold knows what it means), so a paired cell says whether the two
+models differ on the same instances, not which is better.
 
 Bounded before it reads: a family whose state holds more than HOLISTIC_COMPARE_MAX_INSTANCES instances
 for either model is not paired, and the read is charged to the tenant as one bucket per
@@ -27,6 +28,7 @@ from holistic.instances import COUNT_FIELD, DAY, State
 from holistic.keys import Keys
 from holistic.settings import Settings
 
+MIN_PAIRS = 10  # a slot fewer shared instances hold is no cell (a slot named per instance, e.g. a variant's hash)
 INSTANCES_PER_BUCKET = 100  # an instance's state is a field of a few dozen bytes; a bucket, hundreds of fields
 CHUNK = 1000  # fields an HSCAN round trip
 
@@ -73,7 +75,7 @@ async def states(
 
 
 def cells(family: str, before: dict[str, State], after: dict[str, State]) -> list[PairedCell]:
-    """One cell per slot held by both states of at least one shared instance, in slot order."""
+    """One cell per slot that both states hold for at least MIN_PAIRS shared instances, in slot order."""
     pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for key in before.keys() & after.keys():
         b, a = before[key].slots, after[key].slots
@@ -83,6 +85,8 @@ def cells(family: str, before: dict[str, State], after: dict[str, State]) -> lis
     for slot in sorted(pairs):
         values = pairs[slot]
         n = len(values)
+        if n < MIN_PAIRS:
+            continue
         mean_b = math.fsum(b for b, _ in values) / n
         mean_a = math.fsum(a for _, a in values) / n
         out.append(PairedCell(f"{family}/paired:{slot}", mean_b, mean_a, n, test(values)))

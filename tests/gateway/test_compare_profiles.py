@@ -5,6 +5,7 @@ passing."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import grpc
 import pytest
@@ -60,13 +61,15 @@ def test_corpus_level_cells_by_bucket_bootstrap(client, make_worker):
     client.submit(classified("b", 400, 3, now), model="b")
     drain(make_worker("accuracy"))
 
-    r = client.compare_profiles("a", "b", window="1h", fail_on=["accuracy/classification_macro_f1"])
+    # 26 minutes: read in minute buckets (a window holding a whole clock hour reads that hour as one bucket)
+    span = (datetime.fromtimestamp(now - 25 * 60, UTC), datetime.fromtimestamp(now + 60, UTC))
+    r = client.compare_profiles("a", "b", window=span, fail_on=["accuracy/classification_macro_f1"])
     f1 = cells(r)["accuracy/classification_macro_f1"]
     folded = {m.name: m.value for f in r.before.families for m in f.metrics}
     assert f1.before == folded["classification_macro_f1"] and f1.test == BOOTSTRAP
     assert f1.after < f1.before and f1.lower < f1.difference < f1.upper < 0
     assert f1.verdict == es.VERDICT_WORSE and r.decision == es.DECISION_WORSE
-    again = client.compare_profiles("a", "b", window="1h", fail_on=["accuracy/classification_macro_f1"])
+    again = client.compare_profiles("a", "b", window=span, fail_on=["accuracy/classification_macro_f1"])
     assert cells(again)["accuracy/classification_macro_f1"] == f1  # a fixed seed: the same answer
 
     # all time is one stored bucket: nothing to resample, so not enough data to decide
@@ -112,7 +115,8 @@ def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
     assert not [c for c in client.compare_profiles("a", window="1h").cells if c.kind == "paired"]
 
 
-def test_bad_requests_name_the_field(gateway):
+def test_bad_requests_name_the_field(gateway, client):
+    client.submit([prediction("p1", model="m")], model="m")
     with grpc.insecure_channel(gateway.address) as channel:
         stub = es_grpc.EvaluationServiceStub(channel)
         cases = {
@@ -128,6 +132,9 @@ def test_bad_requests_name_the_field(gateway):
                 stub.CompareProfiles(request, timeout=10)
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert field in violations(err.value), (field, violations(err.value))
+        with pytest.raises(grpc.RpcError) as err:  # a misspelt axis, once the profiles say which axes there are
+            stub.CompareProfiles(es.CompareProfilesRequest(model="m", preset=2, fail_on=["acuracy"]), timeout=10)
+        assert violations(err.value)["fail_on[0]"].startswith("unknown axis acuracy; use accuracy, bias, ")
         with pytest.raises(grpc.RpcError) as err:
             stub.CompareProfiles(es.CompareProfilesRequest(model="never", preset=2), timeout=10)
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
