@@ -176,8 +176,8 @@ class Comparer:
                         tests[c.name] = t
                         continue
                 why[c.name] = (
-                    f"no interval, and fewer than {bucket_bootstrap.MIN_BUCKETS} non-empty time buckets on a side "
-                    "to bootstrap (a window other than all time, with more spread, has them)"
+                    f"no interval, and no bootstrap: fewer than {bucket_bootstrap.MIN_BUCKETS} non-empty time buckets "
+                    "on a side (name a window of minutes with more spread), or a value some draws do not give"
                 )
         pairs = await self._paired(request, before_stored, after_stored, tenant) if request.other_model else []
         for cell in pairs:

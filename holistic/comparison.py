@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from holistic import significance
-from holistic.profile import axis_name
 from holistic.v1 import profile_pb2 as pp
 
 ABS_TOLERANCE = 1e-9  # an absolute move this small is no move (floating-point dust around 0)
@@ -43,8 +42,9 @@ class Change:
 
 
 def dimension_name(d: pp.Dimension) -> str:
-    """The axis's name: a plugin family's own axis has no DimensionKind, only its name."""
-    return d.axis or axis_name(d.kind)
+    """The axis's name: a plugin family's own axis has no DimensionKind, only its name. (Not
+    holistic.profile's axis_name: that module loads the settings, which a CLI's start must not.)"""
+    return d.axis or pp.DimensionKind.Name(d.kind).removeprefix("DIMENSION_KIND_").lower()
 
 
 def previous_range(window: pp.Window) -> tuple[float, float] | None:
