@@ -4,7 +4,7 @@ margin and says "not enough data" rather than passing.
 
 The tests are holistic/significance.py's (the clients' `compare` and the dashboard use the same ones):
 a cell with an interval is tested from its interval and count (holistic/comparison.py); a corpus-level
-cell (no interval: classification F1, ECE, a percentile) from the bucket bootstrap of the stored time
+cell (no interval: classification F1, ECE, a gap) from the bucket bootstrap of the stored time
 buckets (holistic/bucket_bootstrap.py); two models' shared instances per slot (gateway/paired.py).
 """
 

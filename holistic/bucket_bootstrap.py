@@ -1,5 +1,5 @@
-"""Standard errors of corpus-level values (classification F1, ECE, a percentile from a sketch) from what
-is stored: the window's time buckets.
+"""Standard errors of corpus-level values (classification F1, ECE, a bias or group gap) from what is
+stored: the window's time buckets. (A percentile has its own order-statistic interval: holistic/sketches.py.)
 
 A corpus-level value has no interval in a profile: the fold sees sums, counts, confusion counts,
 calibration bins and sketch bins, never one prediction's spread. But a window is stored as many time

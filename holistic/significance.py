@@ -13,7 +13,7 @@ Each test fits what is stored for the cell:
 - the same instances scored by both versions (per-instance state, holistic/instances.py): McNemar's
   test on the discordant pairs (exact binomial up to EXACT_MCNEMAR_MAX of them) with the Agresti-Min
   interval for 0/1 values, a paired z test on the per-instance differences otherwise;
-- a corpus-level value (classification F1, ECE, a percentile: no interval, as the fold has no
+- a corpus-level value (classification F1, ECE, a gap: no interval, as the fold has no
   per-prediction spread): Welch's z test on the two bootstrap standard errors of the stored time
   buckets (holistic/bucket_bootstrap.py).
 
