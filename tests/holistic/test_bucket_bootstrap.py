@@ -12,6 +12,7 @@ import pytest
 from holistic import bucket_bootstrap
 from holistic.bucket_bootstrap import MIN_BUCKETS, merged, standard_errors
 from holistic.significance import LEVEL, Z95, welch_from_se
+from holistic.stat_keys import key
 from holistic.stats import Folded
 
 REPS = 1000
@@ -106,3 +107,61 @@ def test_the_f1_gate_detects_a_known_drop():
     rate = gate_rate(0.7, seed=3)  # recall 0.8 -> 0.7: F1 0.8205 -> 0.7568, on 600 predictions a window
     print(f"F1 0.82 -> 0.76 (recall 0.8 -> 0.7), 600 predictions a window: the gate failed {rate:.1%} (power)")
     assert rate >= 0.5
+
+
+BINS = 5
+
+
+def ece(f: Folded) -> float:
+    """Expected calibration error over BINS equal-width confidence bins: sum over bins of n_b / N times
+    |accuracy_b - mean confidence_b|, from each bin's count, sum of confidences and sum of correct."""
+    total = sum(f.num(f"b{b}", "n") for b in range(BINS))
+    err = 0.0
+    for b in range(BINS):
+        n = f.num(f"b{b}", "n")
+        if n:
+            err += abs(f.num(f"b{b}", "correct") - f.num(f"b{b}", "conf")) / total
+    return err
+
+
+def calibration_window(rng: np.random.Generator, overconfidence: float) -> list[Folded]:
+    """BUCKETS minutes of PER_BUCKET predictions with confidence c ~ U(0.5, 1), right with probability
+    c - overconfidence: each bucket's per-bin count, sum of confidences and count right."""
+    out = []
+    for _ in range(BUCKETS):
+        conf = rng.uniform(0.5, 1.0, PER_BUCKET)
+        right = rng.random(PER_BUCKET) < conf - overconfidence
+        fields: dict[str, float] = {}
+        for b, c, r in zip(np.minimum((conf * BINS).astype(int), BINS - 1), conf, right, strict=True):
+            for name, v in (("n", 1.0), ("conf", float(c)), ("correct", float(r))):
+                fields[key(f"b{b}", name)] = fields.get(key(f"b{b}", name), 0.0) + v
+        out.append(Folded(fields))
+    return out
+
+
+def ece_cells(f: Folded) -> dict[str, float]:
+    return {"ece": ece(f)}
+
+
+def ece_gate_rate(after_overconfidence: float, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    alarms = 0
+    for _ in range(REPS):
+        before, after = calibration_window(rng, 0.1), calibration_window(rng, after_overconfidence)
+        eb, ea = ece(merged(before, [1] * BUCKETS)), ece(merged(after, [1] * BUCKETS))
+        t = welch_from_se(eb, ea, standard_errors(before, ece_cells, 100)["ece"],
+                          standard_errors(after, ece_cells, 100)["ece"])  # fmt: skip
+        alarms += t is not None and t.p < LEVEL and t.difference > 0  # ECE: higher is worse
+    return alarms / REPS
+
+
+def test_the_ece_gate_on_equal_versions_stays_within_its_level():
+    rate = ece_gate_rate(0.1, seed=4)
+    print(f"ECE, equal versions: the gate failed {rate:.1%} of {REPS} pairs (ceiling {NOMINAL_CEILING:.1%})")
+    assert rate <= NOMINAL_CEILING
+
+
+def test_the_ece_gate_detects_a_known_shift():
+    rate = ece_gate_rate(0.15, seed=5)  # overconfident by 0.10 -> 0.15
+    print(f"ECE 0.10 -> 0.15 (overconfidence), 600 predictions a window: the gate failed {rate:.1%} (power)")
+    assert rate >= 0.3
