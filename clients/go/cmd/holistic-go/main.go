@@ -112,6 +112,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	w, err := holistic.Preset(*window)
+	method, known := multiplicities[*multiplicity]
+	if err == nil && !known {
+		err = fmt.Errorf("unknown --multiplicity %q; use holm or bh", *multiplicity)
+	}
 	if err == nil && *batchSize <= 0 {
 		err = fmt.Errorf("--batch-size must be at least 1, got %d", *batchSize)
 	}
@@ -166,10 +170,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		other := ""
 		if len(positional) == 3 {
 			other = positional[2]
-		}
-		method, ok := multiplicities[*multiplicity]
-		if !ok {
-			return report(fmt.Errorf("unknown --multiplicity %q; use holm or bh", *multiplicity), stderr)
 		}
 		cmp := holistic.Compare{Model: arg, OtherModel: other, Window: w, Margin: *margin,
 			FailOn: names(*failOn), Multiplicity: method}
