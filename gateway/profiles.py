@@ -169,9 +169,25 @@ class ProfileReader:
         async with self.limits.read(tenant, queue, cost):
             if not await retrying(lambda: self.exists(public, tenant)):
                 raise NotFound(f"no predictions were ever accepted for model {public!r}")
-            return await retrying(lambda: self._read(public, spec, tenant))
+            profile, _ = await retrying(lambda: self._read(public, spec, tenant))
+            return profile
 
-    async def _read(self, public: str, spec: WindowSpec, tenant: str) -> pp.Profile:
+    async def stored(self, public: str, spec: WindowSpec, tenant: str = DEFAULT_TENANT) -> tuple[pp.Profile, Stored]:
+        """The profile, and each bucket's statistics it was folded from (CompareProfiles's bootstrap),
+        bounded and charged as a profile read."""
+        resolved = spec.resolve(time.time(), self.settings)
+        cost = len(resolved.buckets) * len(await self.deployment.families()) + 1
+        async with self.limits.read(tenant, False, cost):
+            if not await retrying(lambda: self.exists(public, tenant)):
+                raise NotFound(f"no predictions were ever accepted for model {public!r}")
+            profile, stored = await retrying(lambda: self._read(public, spec, tenant, keep=True))
+            assert stored is not None
+            return profile, stored
+
+    async def _read(
+        self, public: str, spec: WindowSpec, tenant: str, keep: bool = False
+    ) -> tuple[pp.Profile, Stored | None]:
+        """The folded profile, and with keep, what it was folded from."""
         model = internal_model(tenant, public)
         now = time.time()
         retention = self.retention.of(tenant)
@@ -201,7 +217,12 @@ class ProfileReader:
         sig_ids = [list(replies[1 + i * (1 + len(resolved.buckets))]) for i in range(len(families))]
         meta = {k.decode(): float(v) for k, v in replies[0].items()}
         pending_mod.mark_pending(profile, await self._pending(model, families, sig_ids, meta))
-        return profile
+        if not keep:
+            return profile, None
+        stored = await loop.run_in_executor(
+            self.folds, Stored.of, model, window, replies, families, len(resolved.buckets), now, resolved
+        )
+        return profile, stored
 
     async def _pending(
         self, model: str, families: list[str], sig_ids: list[list[bytes]], meta: dict[str, float]
@@ -298,6 +319,40 @@ class ProfileReader:
                 s.first_accept_time.FromMilliseconds(meta["first_accept_ms"])
                 s.last_accept_time.FromMilliseconds(meta.get("last_accept_ms", meta["first_accept_ms"]))
         return out
+
+
+@dataclass
+class Stored:
+    """What a profile was folded from: per family, each bucket's statistics apart, so that a merge of any
+    draw of them can be folded again (holistic/compare/bootstrap.py)."""
+
+    model: str  # the internal name
+    window: pp.Window
+    meta: dict[str, float]
+    buckets: dict[str, list[Folded]]
+    signatures: dict[str, dict[str, bytes]]
+    now: float
+    resolved: windows.Resolved
+
+    @classmethod
+    def of(
+        cls, model: str, window: pp.Window, replies: list[Any], families: list[str], buckets: int, now: float,
+        resolved: windows.Resolved,
+    ) -> Stored:  # fmt: skip
+        rest, per = replies[1:], 1 + buckets
+        by_family: dict[str, list[Folded]] = {}
+        signatures: dict[str, dict[str, bytes]] = {}
+        for i, fam in enumerate(families):
+            sigs, *hashes = rest[i * per : (i + 1) * per]
+            by_family[fam] = [Folded.from_hashes([h]) for h in hashes]
+            signatures[fam] = {k.decode(): v for k, v in sigs.items()}
+        meta = {k.decode(): float(v) for k, v in replies[0].items()}
+        return cls(model, window, meta, by_family, signatures, now, resolved)
+
+    def fold(self, folded: dict[str, Folded], settings: Settings, loader: Callable[[str], Family] | None) -> pp.Profile:
+        """The profile of these families' statistics (a bootstrap draw's), the others left out."""
+        sigs = {f: self.signatures[f] for f in folded}
+        return profile_mod.build(self.model, self.window, self.meta, folded, settings, self.now, sigs, loader)
 
 
 def _fold(

@@ -12,6 +12,7 @@ import redis
 
 from gateway import perturb, status, wire
 from gateway.auth import bearer_token
+from gateway.compare import Comparer
 from gateway.deletion import Deleter
 from gateway.family_catalogue import FamilyCatalogue
 from gateway.ingest import Ingestor
@@ -77,6 +78,7 @@ class EvaluationService:
         )
         self.deleter = deleter
         self.admins = admins if admins is not None else TokenStore()
+        self.comparer = Comparer(reader)
 
     def _tenant(self, context: grpc.aio.ServicerContext) -> str:
         """The caller's tenant (the interceptor already refused unknown tokens)."""
@@ -121,6 +123,10 @@ class EvaluationService:
         _check_model(request.model)
         profile = await self.reader.profile(request.model, WindowSpec.from_request(request), self._tenant(context))
         return es.GetProfileResponse(profile=profile)
+
+    @status.unary
+    async def CompareProfiles(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.CompareProfilesResponse:
+        return await self.comparer.compare(wire.parse(es.CompareProfilesRequest, raw), self._tenant(context))
 
     @status.streaming
     async def WatchProfile(

@@ -199,6 +199,11 @@ class Settings(BaseSettings):
         default=2 * 86_400, ge=3600, description="Per-instance state (perturbation joins) lives TTL to TTL + 1 day."
     )
     instance_cap: int = Field(default=1_000_000, ge=1, description="Live instances per model and family.")
+    compare_max_instances: int = Field(
+        default=200_000,
+        ge=0,
+        description="Instances per model and family CompareProfiles reads to pair two models; more: no paired cells.",
+    )
     deletion_tombstone_s: int = Field(
         default=7 * 86_400,
         ge=3600,

@@ -35,6 +35,17 @@ def batch(n: int, prefix: str = "p", **kwargs: Any) -> list[pb.Prediction]:
     return [prediction(f"{prefix}{i}", **kwargs) for i in range(n)]
 
 
+def classified(model: str, n: int, wrong_every: int, now: float) -> list[pb.Prediction]:
+    """n classification predictions over 20 minutes (20 time buckets); every `wrong_every`-th wrong."""
+    out = []
+    for i in range(n):
+        truth = "positive" if i % 3 else "negative"
+        output = ("negative" if truth == "positive" else "positive") if i % wrong_every == 0 else truth
+        out.append(prediction(f"{model}{i}", model=model, scenario="imdb", task=pb.TASK_CLASSIFICATION,
+                              output=output, references=[truth], produced_at_s=now - 60 * (i % 20)))  # fmt: skip
+    return out
+
+
 def varint(n: int) -> bytes:
     """A protobuf base-128 varint, for building wire bytes by hand."""
     out = bytearray()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import UTC, datetime
 
@@ -15,7 +16,7 @@ from holistic_client.compare import Change
 from holistic_client.compare_cli import regressions
 from holistic_client.jsonl import write_predictions
 from tests.conftest import drain
-from tests.factories import prediction
+from tests.factories import classified, prediction
 
 
 def test_the_dashboard_and_the_command_share_one_rule():
@@ -116,3 +117,34 @@ def test_an_axis_without_data_on_one_side_is_nothing_to_judge(gateway, make_work
     assert "m: nothing to judge for accuracy: the window 20" in line
     assert "has 5 predictions, the one before (" in line and ") 0; newest prediction " in line
     assert CliRunner().invoke(main, [*args, "--allow-empty"]).exit_code == 0
+
+
+def test_compare_a_against_b(gateway, make_worker):
+    """Two models over the same hour (the gateway's CompareProfiles): b is wrong on a third of its
+    predictions, a on a tenth, so b's accuracy and its F1 (bucket bootstrap) are significantly worse."""
+    now = time.time()
+    client = gateway.client()
+    client.submit(classified("a", 400, 10, now), model="a")
+    client.submit(classified("b", 400, 3, now), model="b")
+    client.close()
+    drain(make_worker("accuracy"))
+    runner = CliRunner()
+    # 15 minutes: read in minute buckets (a window holding a whole clock hour reads it as one bucket)
+    args = ["compare", "a", "b", "--window", "15m", "--target", gateway.address]
+    gated = runner.invoke(main, [*args, "--fail-on", "accuracy,accuracy/classification_macro_f1"])
+    assert gated.exit_code == 1, gated.output
+    said = " ".join(gated.output.split())
+    assert re.search(r"b against a: \d+ and \d+ predictions", said)
+    assert "a vs b: accuracy/classification_macro_f1 got significantly worse" in said
+    assert "Holm" in said and "bucket bootstrap/Welch z" in said
+    record = json.loads(runner.invoke(main, [*args, "--json", "--fail-on", "accuracy"]).output.splitlines()[0])
+    assert (record["decision"], record["regressions"], record["multiplicity"]) == ("worse", ["accuracy"], "Holm")
+    bh = json.loads(runner.invoke(main, [*args, "--json", "--multiplicity", "bh"]).output.splitlines()[0])
+    assert bh["multiplicity"] == "Benjamini-Hochberg" and bh["regressions"] == []  # no --fail-on: not a gate
+    # all time is one stored bucket: F1 has nothing to resample, not enough data to decide (exit 3)
+    whole = runner.invoke(main, [*args[:3], "--window", "all", "--target", gateway.address,
+                                 "--fail-on", "accuracy/classification_macro_f1"])  # fmt: skip
+    assert whole.exit_code == 3, whole.output
+    assert "a vs b: nothing to judge for accuracy/classification_macro_f1" in " ".join(whole.output.split())
+    assert runner.invoke(main, ["compare", "a", "b", "c", "--target", gateway.address]).exit_code == 2
+    assert runner.invoke(main, ["compare", "a", "--window", "all", "--target", gateway.address]).exit_code == 2

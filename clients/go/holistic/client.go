@@ -274,6 +274,32 @@ func (c *Client) ListModels(ctx context.Context) ([]*pb.ModelSummary, error) {
 	}
 }
 
+// Compare says what CompareProfiles compares: Model over Window against OtherModel over the same window,
+// or (OtherModel "") Model's Window against the window of equal length just before it.
+type Compare struct {
+	Model, OtherModel string
+	Window            Window
+	Margin            float64  // a worsening must be larger than this to fail the decision
+	Level             float64  // 0: 0.05
+	FailOn            []string // the cells the decision is about; empty: every axis
+	Multiplicity      pb.Multiplicity
+}
+
+// CompareProfiles compares two profiles cell by cell: each cell tested by what is stored for it, the
+// p-values adjusted over every cell tested, and the decision (pass, worse, not enough data).
+func (c *Client) CompareProfiles(ctx context.Context, cmp Compare) (*pb.CompareProfilesResponse, error) {
+	req := cmp.Window.compareRequest(&pb.CompareProfilesRequest{
+		Model: cmp.Model, OtherModel: cmp.OtherModel, Margin: cmp.Margin, Level: cmp.Level,
+		FailOn: cmp.FailOn, Multiplicity: cmp.Multiplicity,
+	})
+	var reply *pb.CompareProfilesResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		reply, err = c.Stub.CompareProfiles(ctx, req)
+		return err
+	})
+	return reply, err
+}
+
 // DeleteModel deletes everything the service keeps of the tenant's model (tenant "": the default tenant).
 // It needs an admin token (HOLISTIC_ADMIN_TOKENS); the reply lists what was removed per key family, none
 // the second time. Idempotent, so retried like a read.

@@ -323,3 +323,20 @@ func TestDeleteModelSendsModelAndTenantAndRetriesUnavailable(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareProfilesSendsTheQuestion(t *testing.T) {
+	f := &fakeGateway{}
+	c, _ := dial(t, serve(t, f), Options{})
+	hour, _ := Preset("1h")
+	reply, err := c.CompareProfiles(context.Background(), Compare{Model: "a", OtherModel: "b", Window: hour, Margin: 0.02,
+		FailOn: []string{"toxicity"}, Multiplicity: pb.Multiplicity_MULTIPLICITY_BENJAMINI_HOCHBERG})
+	if err != nil || reply.GetDecision() != pb.Decision_DECISION_NOT_ENOUGH_DATA || reply.GetNotEnoughData()[0] != "toxicity" {
+		t.Fatalf("reply %v, err %v", reply, err)
+	}
+	want := &pb.CompareProfilesRequest{Model: "a", OtherModel: "b", Margin: 0.02, FailOn: []string{"toxicity"},
+		Multiplicity: pb.Multiplicity_MULTIPLICITY_BENJAMINI_HOCHBERG,
+		Window:       &pb.CompareProfilesRequest_Preset{Preset: pb.WindowPreset_WINDOW_PRESET_LAST_HOUR}}
+	if len(f.compares) != 1 || !proto.Equal(f.compares[0], want) {
+		t.Fatalf("requests %v, want %v", f.compares, want)
+	}
+}

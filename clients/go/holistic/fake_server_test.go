@@ -33,6 +33,7 @@ type fakeGateway struct {
 	lists    []*pb.ListModelsRequest // what ListModels was asked, in order
 	deletes  []proto.Message         // the DeleteModel and DeleteTenantData requests, in order
 	onDelete func(n int) error       // the error of the n-th deletion call (from 1); nil: none
+	compares []*pb.CompareProfilesRequest
 }
 
 func (f *fakeGateway) authorize(ctx context.Context) error {
@@ -126,6 +127,16 @@ func (f *fakeGateway) DeleteTenantData(ctx context.Context, req *pb.DeleteTenant
 		return nil, err
 	}
 	return &pb.DeleteTenantDataResponse{Models: []string{"x", "y"}}, nil
+}
+
+func (f *fakeGateway) CompareProfiles(ctx context.Context, req *pb.CompareProfilesRequest) (*pb.CompareProfilesResponse, error) {
+	if err := f.authorize(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.compares = append(f.compares, req)
+	return &pb.CompareProfilesResponse{Decision: pb.Decision_DECISION_NOT_ENOUGH_DATA, NotEnoughData: []string{"toxicity"}}, nil
 }
 
 func (f *fakeGateway) submitted() []*pb.SubmitPredictionsRequest {

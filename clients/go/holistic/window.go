@@ -73,3 +73,12 @@ func (w Window) watchRequest(model string) *pb.WatchProfileRequest {
 	}
 	return &pb.WatchProfileRequest{Model: model, Window: &pb.WatchProfileRequest_Preset{Preset: w.presetOrAll()}}
 }
+
+func (w Window) compareRequest(req *pb.CompareProfilesRequest) *pb.CompareProfilesRequest {
+	if w.isRange {
+		req.Window = &pb.CompareProfilesRequest_Range{Range: w.timeRange()}
+	} else {
+		req.Window = &pb.CompareProfilesRequest_Preset{Preset: w.presetOrAll()}
+	}
+	return req
+}

@@ -7,8 +7,8 @@ import { create, ScalarType, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
-  DeleteModelRequestSchema, DeleteTenantDataRequestSchema, GetProfileRequestSchema, ListModelsRequestSchema,
-  SubmitPredictionsRequestSchema, WatchProfileRequestSchema,
+  CompareProfilesRequestSchema, DeleteModelRequestSchema, DeleteTenantDataRequestSchema, GetProfileRequestSchema,
+  ListModelsRequestSchema, Multiplicity, SubmitPredictionsRequestSchema, WatchProfileRequestSchema,
 } from "../gen/holistic/v1/evaluation_service_pb.js";
 import { WindowPreset } from "../gen/holistic/v1/profile_pb.js";
 import { connectCause, fromServiceError, InvalidPredictionsError, isConnectFailure, retryDelayMs, UnreachableError } from "./errors.js";
@@ -23,6 +23,7 @@ export const WINDOWS = {
   "1d": WindowPreset.LAST_DAY,
   "7d": WindowPreset.LAST_WEEK,
 };
+const MULTIPLICITY = { holm: Multiplicity.HOLM, bh: Multiplicity.BENJAMINI_HOCHBERG };
 const PREDICTION_PATH = /^predictions\[(\d+)\]/;
 
 /** upb's order of string map keys: byte order, except that a key which prefixes another comes after it. */
@@ -238,6 +239,19 @@ export class HolisticClient {
   async getProfile(model, window = "all") {
     const reply = await this.#call("getProfile", create(GetProfileRequestSchema, { model, ...windowFields(window) }));
     return reply.profile;
+  }
+
+  /**
+   * `model` against `otherModel` over one window, or (otherModel "") `model`'s window against the window of
+   * equal length just before it: every cell tested, the p-values adjusted (multiplicity "holm" or "bh"), and
+   * the decision over failOn (empty: every axis). The reply is a CompareProfilesResponse.
+   */
+  async compareProfiles(model, { otherModel = "", window = "all", margin = 0, level = 0, failOn = [], multiplicity = "holm" } = {}) {
+    if (!(multiplicity in MULTIPLICITY)) throw new RangeError(`unknown multiplicity ${JSON.stringify(multiplicity)}; use holm or bh`);
+    const request = create(CompareProfilesRequestSchema, {
+      model, otherModel, margin, level, failOn, multiplicity: MULTIPLICITY[multiplicity], ...windowFields(window),
+    });
+    return this.#call("compareProfiles", request);
   }
 
   /** The profile now, then a fresh one per applied batch; stop with `break` or an AbortSignal. */

@@ -3,11 +3,12 @@ import type { Metadata, ChannelCredentials, ServiceDefinition } from "@grpc/grpc
 import type { Prediction } from "../gen/holistic/v1/prediction_pb.js";
 import type { ModelSummary, Profile } from "../gen/holistic/v1/profile_pb.js";
 import type {
-  DeleteModelResponse, DeleteTenantDataResponse, ListModelsResponse, SubmitPredictionsResponse,
+  CompareProfilesResponse, DeleteModelResponse, DeleteTenantDataResponse, ListModelsResponse, SubmitPredictionsResponse,
 } from "../gen/holistic/v1/evaluation_service_pb.js";
 
 export { PredictionSchema, PerturbationFamily, Task } from "../gen/holistic/v1/prediction_pb.js";
 export { DimensionKind, ProfileSchema, WindowPreset } from "../gen/holistic/v1/profile_pb.js";
+export { Decision, Verdict, CompareProfilesResponseSchema } from "../gen/holistic/v1/evaluation_service_pb.js";
 export { create, fromJson, toJson, toJsonString } from "@bufbuild/protobuf";
 
 export type Window = "all" | "15m" | "1h" | "24h" | "1d" | "7d" | { start: Date; end: Date };
@@ -42,6 +43,9 @@ export declare class HolisticClient {
   listModelsPage(options?: { pageSize?: number; pageToken?: string }): Promise<ListModelsResponse>;
   deleteModel(model: string, options?: { tenant?: string }): Promise<DeleteModelResponse>;
   deleteTenantData(tenant: string): Promise<DeleteTenantDataResponse>;
+  compareProfiles(model: string, options?: {
+    otherModel?: string; window?: Window; margin?: number; level?: number; failOn?: string[]; multiplicity?: "holm" | "bh";
+  }): Promise<CompareProfilesResponse>;
 }
 
 export declare class HolisticError extends Error {

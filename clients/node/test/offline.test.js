@@ -12,9 +12,10 @@ import { anyPack } from "@bufbuild/protobuf/wkt";
 import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../gen/google/rpc/status_pb.js";
 import {
-  DeleteModelResponseSchema, DeleteTenantDataResponseSchema, ListModelsResponseSchema, SubmitPredictionsResponseSchema,
+  CompareProfilesResponseSchema, Decision, DeleteModelResponseSchema, DeleteTenantDataResponseSchema, ListModelsResponseSchema,
+  Multiplicity, SubmitPredictionsResponseSchema,
 } from "../gen/holistic/v1/evaluation_service_pb.js";
-import { ModelSummarySchema } from "../gen/holistic/v1/profile_pb.js";
+import { ModelSummarySchema, WindowPreset } from "../gen/holistic/v1/profile_pb.js";
 import {
   contentBatchId, evaluationServiceDefinition, HolisticClient, InvalidPredictionsError, PredictionSchema, readPredictions, Task,
 } from "../src/index.js";
@@ -34,6 +35,7 @@ const seen = [];
 const MODELS = ["a", "b", "c", "d", "e"];
 const listed = [];
 const deletions = []; // [method, request] of each deletion call; the first of each is UNAVAILABLE
+const comparisons = []; // each CompareProfiles request
 before(async () => {
   server = new grpc.Server();
   server.addService(evaluationServiceDefinition, {
@@ -55,6 +57,10 @@ before(async () => {
       deletions.push(["deleteModel", call.request]);
       if (deletions.length === 1) return callback(failure(grpc.status.UNAVAILABLE, "model 'm' is being deleted"));
       callback(null, create(DeleteModelResponseSchema, { removed: [{ keyFamily: "hl:{m:<model>}:meta", count: 1n }] }));
+    },
+    compareProfiles(call, callback) {
+      comparisons.push(call.request);
+      callback(null, create(CompareProfilesResponseSchema, { decision: Decision.WORSE, worse: ["accuracy"], multiplicity: "Benjamini-Hochberg" }));
     },
     deleteTenantData(call, callback) {
       deletions.push(["deleteTenantData", call.request]);
@@ -208,4 +214,20 @@ test("deleteModel sends the model and its tenant, retries UNAVAILABLE (it is ide
     [["deleteModel", "m", "team-a"], ["deleteModel", "m", "team-a"], ["deleteTenantData", undefined, "team-a"]]);
   assert.deepEqual(reply.removed.map((r) => [r.keyFamily, r.count]), [["hl:{m:<model>}:meta", 1n]]);
   assert.deepEqual([tenant.models, tenant.removed.map((r) => [r.keyFamily, r.count])], [["x", "y"], [["hl:{t:<tenant>}:models", 1n]]]);
+});
+
+test("compareProfiles sends the models, the window, the margin, the cells judged and the method", async () => {
+  const c = client([]);
+  try {
+    const reply = await c.compareProfiles("a", { otherModel: "b", window: "1h", margin: 0.02, failOn: ["accuracy"], multiplicity: "bh" });
+    assert.equal(reply.decision, Decision.WORSE);
+    assert.deepEqual(reply.worse, ["accuracy"]);
+    const [request] = comparisons;
+    assert.deepEqual([request.model, request.otherModel, request.margin, request.level, request.failOn, request.multiplicity],
+      ["a", "b", 0.02, 0, ["accuracy"], Multiplicity.BENJAMINI_HOCHBERG]);
+    assert.deepEqual(request.window, { case: "preset", value: WindowPreset.LAST_HOUR });
+    await assert.rejects(c.compareProfiles("a", { multiplicity: "bonferroni" }), /unknown multiplicity/);
+  } finally {
+    c.close();
+  }
 });

@@ -283,6 +283,26 @@ class Client:
         _set_window(request, window)
         return self._call(self.stub.GetProfile, request).profile  # type: ignore[attr-defined]
 
+    def compare_profiles(
+        self,
+        model: str,
+        other_model: str = "",
+        window: Window = "all",
+        margin: float = 0.0,
+        level: float = 0.0,
+        fail_on: Sequence[str] = (),
+        multiplicity: int = es.MULTIPLICITY_HOLM,
+    ) -> es.CompareProfilesResponse:
+        """`model` against `other_model` over one window, or (no other_model) `model`'s window against the
+        window of equal length just before it: every cell tested, the p-values adjusted (Holm, or
+        Benjamini-Hochberg), and the decision over `fail_on` (empty: every axis)."""
+        request = es.CompareProfilesRequest(
+            model=model, other_model=other_model, margin=margin, level=level, fail_on=fail_on,
+            multiplicity=multiplicity,  # type: ignore[arg-type]
+        )  # fmt: skip
+        _set_window(request, window)
+        return self._call(self.stub.CompareProfiles, request)  # type: ignore[return-value]
+
     def wait_applied(
         self,
         models: Iterable[str],
@@ -464,7 +484,9 @@ def _content_id(body: bytes) -> str:
     return "c-" + hashlib.sha256(body).hexdigest()[:32]
 
 
-def _set_window(request: es.GetProfileRequest | es.WatchProfileRequest, window: Window) -> None:
+def _set_window(
+    request: es.GetProfileRequest | es.WatchProfileRequest | es.CompareProfilesRequest, window: Window
+) -> None:
     if isinstance(window, tuple):
         start, end = window
         request.range.start_time.FromDatetime(start)

@@ -1,5 +1,6 @@
-"""`holistic compare`: a window against the one just before it, with the dashboard's "matters" rule,
-and an exit status a CI job or a cron can gate on."""
+"""`holistic compare`: a window against the one just before it, or one model against another, through
+the gateway's CompareProfiles (the same tests as the dashboard's), and an exit status a CI job or a cron
+can gate on."""
 
 from __future__ import annotations
 
@@ -7,21 +8,22 @@ import json
 import sys
 import time
 from dataclasses import asdict
-from datetime import UTC, datetime
 
 import click
 
+from holistic.compare.significance import HOLM
+from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.axes import axis_name, dimension_name
 from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.client import WINDOWS, ClientError
-from holistic_client.compare import Change, compare, previous_range, significantly_worse
+from holistic_client.compare import ABS_TOLERANCE, Change, significantly_worse
 from holistic_client.empty_window import newest_text, range_text
 from holistic_client.terminal import console, num, table, text
 
 AXES = [axis_name(k) for k in pp.DimensionKind.values() if k]
 WORSE_STATUS = 1  # a chosen axis got significantly worse; 2 stays for errors
-EMPTY_STATUS = 3  # nothing to judge: a --fail-on name without a value in either window (fails closed)
+EMPTY_STATUS = 3  # not enough data to decide: a --fail-on name without a value on a side or a test (fails closed)
 
 
 def _names(value: str) -> list[str]:
@@ -49,40 +51,24 @@ def regressions(changes: list[Change], fail_on: list[str], margin: float = 0.0) 
     ]
 
 
-def evidence(c: Change) -> str:
+def evidence(c: Change, multiplicity: str = HOLM) -> str:
     """`-0.5 (95% -0.62 to -0.38), p 1.2e-05, Holm 3.6e-05, Newcombe/two-proportion z`, or the rule it fell back on."""
     if c.p_holm is None or c.diff_lower is None or c.diff_upper is None:
         return c.why
     return (f"{num(c.delta or 0.0, '+.3g')} (95% {num(c.diff_lower, '+.3g')} to {num(c.diff_upper, '+.3g')}), "
-            f"p {c.p:.2g}, Holm {c.p_holm:.2g}, {c.method}")  # fmt: skip
+            f"p {c.p:.2g}, {multiplicity} {c.p_holm:.2g}, {c.method}")  # fmt: skip
 
 
-def _judged(name: str, profile: pp.Profile) -> bool:
-    """Whether the profile has a value for a --fail-on name (`any`: at least one axis with a score)."""
-    if "/" in name:
-        family, _, metric = name.partition("/")
-        return any(f.family == family and any(m.name == metric for m in f.metrics) for f in profile.families)
-    scored = [dimension_name(d) for d in profile.dimensions if d.HasField("score")]
-    return bool(scored) if name == "any" else name in scored
-
-
-def unjudged(fail_on: list[str], current: pp.Profile, previous: pp.Profile) -> list[str]:
-    """The --fail-on names that this window or the one before has no value for: nothing to judge."""
-    return [n for n in fail_on if not (_judged(n, current) and _judged(n, previous))]
-
-
-def utc_range(start: datetime, end: datetime) -> str:
-    return f"{start:%Y-%m-%dT%H:%MZ}..{end:%Y-%m-%dT%H:%MZ}"
-
-
-def changes_table(model: str, changes: list[Change], previous_n: int, show_all: bool) -> object:
+def changes_table(
+    model: str, changes: list[Change], previous_n: int, show_all: bool, what: str | None = None
+) -> object:
     matters = sum(c.matters for c in changes)
     shown = changes if show_all else [c for c in changes if c.kind == "dimension" or c.matters]
     hidden = len(changes) - len(shown)
     caption = f"{hidden} more metrics moved less (--all shows them)" if hidden else ""
     title = f"{text(model)}: {matters} change{'' if matters == 1 else 's'} that matter"
-    title += f" (previous window: {previous_n:,} predictions)"
-    numeric = ("before", "now", "change", "p (Holm)")
+    title += f" ({what})" if what else f" (previous window: {previous_n:,} predictions)"
+    numeric = ("before", "now", "change", "p (adjusted)")
     t = table("", *numeric, "why", right=numeric, title=title, caption=caption)
     for c in shown:
         verdict = ("worse: " if c.better is False else "better: " if c.better is True else "") if c.matters else ""
@@ -99,16 +85,51 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
     return t
 
 
+def changes_of(response: es.CompareProfilesResponse) -> list[Change]:
+    """The response's cells as the table and --json show them (the dashboard's Change)."""
+    out = []
+    for c in response.cells:
+        direction = -1 if c.lower_is_better else 0 if c.verdict == es.VERDICT_NO_DIRECTION or c.kind == "paired" else 1
+        delta = c.difference if c.HasField("difference") else None
+        moved = delta is not None and abs(delta) > ABS_TOLERANCE
+        better = (delta > 0) == (direction > 0) if moved and direction and delta is not None else None
+        out.append(
+            Change(
+                c.name, c.kind, c.before if c.HasField("before") else None, c.after if c.HasField("after") else None,
+                delta, better, c.matters, c.why, c.lower if c.HasField("lower") else None,
+                c.upper if c.HasField("upper") else None, c.p if c.HasField("p") else None,
+                c.p_adjusted if c.HasField("p_adjusted") else None, c.test,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _nothing_to_judge(label: str, response: es.CompareProfilesResponse, two: bool, now: float) -> str:
+    before, after = response.before, response.after
+    names = ", ".join(response.not_enough_data)
+    if two:
+        return (f"{label}: nothing to judge for {names}: over {range_text(after.window)} {before.model} has "
+                f"{before.counts.window_predictions:,} predictions, {after.model} "
+                f"{after.counts.window_predictions:,} (or a cell has no test)")  # fmt: skip
+    return (
+        f"{label}: nothing to judge for {names}: the window {range_text(after.window)} "
+        f"has {after.counts.window_predictions:,} predictions, the one before "
+        f"({range_text(before.window)}) {before.counts.window_predictions:,}; " + newest_text(after, now)
+    )
+
+
 @click.command("compare")
 @click.argument("models", nargs=-1, required=True)
 @click.option(
-    "--window", type=click.Choice(sorted(set(WINDOWS) - {"all"})), default="1h", show_default=True,
-    help="This window, compared with the one of equal length just before it.",
+    "--window", type=click.Choice(sorted(WINDOWS)), default="1h", show_default=True,
+    help="One model: this window, compared with the one of equal length just before it. Two models: the "
+    "window both are read over (all: all time, where corpus-level cells have nothing to resample).",
 )  # fmt: skip
 @click.option(
     "--fail-on", "fail_on", default="", metavar="AXES",
     help="Exit 1 when one of these got significantly worse: comma-separated axes (accuracy,toxicity), "
-    "`any` axis, or FAMILY/METRIC (efficiency/latency_p90); exit 3 when one has no value in either window.",
+    f"`any` axis, or FAMILY/METRIC (efficiency/latency_p90); exit {EMPTY_STATUS} when one has no value on a "
+    "side or no test (not enough data to decide).",
 )  # fmt: skip
 @click.option(
     "--margin",
@@ -118,64 +139,71 @@ def changes_table(model: str, changes: list[Change], previous_n: int, show_all: 
     help="With --fail-on, a worsening must also be larger than this (in the cell's own unit) to fail.",
 )
 @click.option(
+    "--multiplicity", type=click.Choice(["holm", "bh"]), default="holm", show_default=True,
+    help="How p-values are adjusted over the cells compared: Holm, or Benjamini-Hochberg.",
+)  # fmt: skip
+@click.option(
     "--allow-empty", is_flag=True,
-    help="With --fail-on, pass (exit 0) instead of exit 3 when a window has nothing to judge.",
+    help=f"With --fail-on, pass (exit 0) instead of exit {EMPTY_STATUS} when there is not enough data to decide.",
 )  # fmt: skip
 @click.option("--all", "show_all", is_flag=True, help="Every metric, not only the axes and what matters.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per model: the changes and the regressions.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: the cells, the decision and the regressions.")
 @target_option
 @token_option
 def compare_command(
-    models: tuple[str, ...], window: str, fail_on: str, margin: float, allow_empty: bool, show_all: bool,
-    as_json: bool, target: str, connect: Connect,
+    models: tuple[str, ...], window: str, fail_on: str, margin: float, multiplicity: str, allow_empty: bool,
+    show_all: bool, as_json: bool, target: str, connect: Connect,
 ) -> None:  # fmt: skip
-    """Compare MODELS' last WINDOW with the window before it, as the dashboard does.
+    """Compare MODEL's last WINDOW with the window before it, or MODEL A with MODEL B over WINDOW
+    (the gateway's CompareProfiles: a test per cell, adjusted over every cell compared).
 
     With --fail-on it is a gate that fails closed: exit 1 when a named axis or metric got significantly
-    worse (a test per cell, Holm's adjustment over every cell compared, 5 %; beyond --margin), else exit 3
-    when one has no value in this window or the one before (unless --allow-empty)."""
+    worse beyond --margin, else exit 3 when one has no value on a side or no test (not enough data to
+    decide; --allow-empty passes instead)."""
+    if len(models) > 2:
+        raise click.UsageError("give one model (its window against the one before) or two (A against B)")
+    if len(models) == 1 and window == "all":
+        raise click.BadParameter("one model needs a window other than all (it is compared with the one before)",
+                                 param_hint="--window")  # fmt: skip
     chosen = _names(fail_on)
-    worse: list[tuple[str, Change]] = []
-    empty: list[str] = []
-    out = console()
+    method = es.MULTIPLICITY_BENJAMINI_HOCHBERG if multiplicity == "bh" else es.MULTIPLICITY_HOLM
+    a, b = models[0], models[1] if len(models) == 2 else ""
+    label = f"{a} vs {b}" if b else a
     with connect(target) as client:
-        for model in models:
-            try:
-                current = client.get_profile(model, window)
-                span = previous_range(current.window)
-                assert span is not None  # a preset other than all time resolves to a range
-                start, end = (datetime.fromtimestamp(x, tz=UTC) for x in span)
-                previous = client.get_profile(model, (start, end))
-            except ClientError as exc:
-                console(stderr=True).print(f"[red]error:[/red] {text(exc)}")
-                sys.exit(2)
-            _check_axes(chosen, current)
-            changes = compare(current, previous)
-            bad = regressions(changes, chosen, margin)
-            worse += [(model, c) for c in bad]
-            missing = unjudged(chosen, current, previous)
-            if missing:
-                empty.append(
-                    f"{model}: nothing to judge for {', '.join(missing)}: the window {range_text(current.window)} "
-                    f"has {current.counts.window_predictions:,} predictions, the one before "
-                    f"({utc_range(start, end)}) {previous.counts.window_predictions:,}; "
-                    + newest_text(current, time.time())
-                )
-            if as_json:
-                record = {"model": model, "window": window, "previous": [start.isoformat(), end.isoformat()],
-                          "changes": [asdict(c) for c in changes], "regressions": [c.name for c in bad],
-                          "nothing_to_judge": missing}  # fmt: skip
-                click.echo(json.dumps(record))
-                continue
-            out.print(changes_table(model, changes, previous.counts.window_predictions, show_all))
-    for model, c in worse:
+        try:
+            response = client.compare_profiles(a, b, window, margin, fail_on=chosen, multiplicity=method)
+        except ClientError as exc:
+            console(stderr=True).print(f"[red]error:[/red] {text(exc)}")
+            sys.exit(2)
+    _check_axes(chosen, response.after)
+    changes = changes_of(response)
+    gate = bool(chosen)
+    worse = [c for c in changes if c.name in response.worse] if gate else []
+    empty = gate and response.decision == es.DECISION_NOT_ENOUGH_DATA
+    if as_json:
+        record = {"model": a, "other_model": b, "window": window, "before": range_text(response.before.window),
+                  "after": range_text(response.after.window), "multiplicity": response.multiplicity,
+                  "changes": [asdict(c) for c in changes], "regressions": [c.name for c in worse],
+                  "nothing_to_judge": list(response.not_enough_data) if gate else [],
+                  "decision": es.Decision.Name(response.decision).removeprefix("DECISION_").lower(),
+                  "summary": response.summary}  # fmt: skip
+        click.echo(json.dumps(record))
+    else:
+        title = (f"{b} against {a}: {response.before.counts.window_predictions:,} and "
+                 f"{response.after.counts.window_predictions:,} predictions") if b else None  # fmt: skip
+        table_ = changes_table(label, changes, response.before.counts.window_predictions, show_all, title)
+        console().print(table_)
+    for c in worse:
         console(stderr=True).print(
-            text(f"{model}: {c.name} got significantly worse")
-            + text(f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; {evidence(c)})")
+            text(f"{label}: {c.name} got significantly worse")
+            + text(f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; {evidence(c, response.multiplicity)})")
         )
-    for line in empty:
-        console(stderr=True).print(text(line) + ("" if allow_empty else " (exit 3; --allow-empty passes)"))
     if worse:
         sys.exit(WORSE_STATUS)
-    if empty and not allow_empty:
-        sys.exit(EMPTY_STATUS)
+    if empty:
+        line = _nothing_to_judge(label, response, bool(b), time.time())
+        console(stderr=True).print(
+            text(line) + ("" if allow_empty else f" (exit {EMPTY_STATUS}; --allow-empty passes)")
+        )
+        if not allow_empty:
+            sys.exit(EMPTY_STATUS)

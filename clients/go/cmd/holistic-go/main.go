@@ -6,6 +6,8 @@
 //	holistic-go models
 //	holistic-go delete-model MODEL [--tenant T] --yes   (an admin token)
 //	holistic-go delete-tenant TENANT --yes              (an admin token)
+//	holistic-go compare A [B] [--window 1h] [--fail-on accuracy,toxicity] [--margin M] [--multiplicity holm|bh]
+//	                  [--allow-empty] [--json]   (exit 1 worse, 3 not enough data to decide, as `holistic compare`)
 //
 // --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN), --timeout.
 package main
@@ -37,6 +39,9 @@ const usage = `usage: holistic-go [flags] COMMAND
   models          the models the service has accepted predictions for
   delete-model MODEL    delete everything kept of MODEL of --tenant (an admin token; --yes, it cannot be undone)
   delete-tenant TENANT  delete everything kept of TENANT, every model of it (an admin token; --yes)
+  compare A [B]   A's --window (default 1h) against the window before it, or A against B over --window:
+                  each cell tested, p adjusted (--multiplicity holm|bh); with --fail-on, exit 1 when one
+                  got significantly worse beyond --margin, 3 when there is not enough data to decide
 flags (before or after the command):`
 
 func main() {
@@ -74,12 +79,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", "model of predictions that name none (submit)")
 	batchSize := fs.Int("batch-size", 500, "predictions per batch (submit)")
 	dryRun := fs.Bool("dry-run", false, "print the batches and their ids, send nothing (submit)")
-	window := fs.String("window", "all", "profile window: all, 15m, 1h, 24h, 7d")
+	window := fs.String("window", "", "profile window: all, 15m, 1h, 24h, 7d (default all; compare: 1h)")
 	asJSON := fs.Bool("json", false, "print profiles as canonical protobuf JSON")
 	timeout := fs.Duration("timeout", 0, "give up after this long, retries included (e.g. 30s; 0: no limit)")
 	waitForReady := fs.Bool("wait-for-ready", false, "wait (and retry) for a gateway that is not up yet, instead of failing at once naming it")
 	tenant := fs.String("tenant", "", "the model's tenant (delete-model; default: the tenant named default)")
 	yes := fs.Bool("yes", false, "delete (delete-model, delete-tenant): they cannot be undone")
+	failOn := fs.String("fail-on", "", "compare: exit 1 when one of these (axes, any, FAMILY/METRIC) got significantly worse")
+	margin := fs.Float64("margin", 0, "compare: a worsening must also be larger than this to fail")
+	multiplicity := fs.String("multiplicity", "holm", "compare: holm or bh (Benjamini-Hochberg)")
+	allowEmpty := fs.Bool("allow-empty", false, "compare: pass instead of exit 3 when there is not enough data to decide")
 	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
 	positional, err := parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -88,7 +97,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return 2
 	}
-	if len(positional) == 0 || (positional[0] != "models" && len(positional) != 2) {
+	compareArgs := len(positional) >= 2 && len(positional) <= 3 && positional[0] == "compare"
+	if len(positional) == 0 || (positional[0] != "models" && len(positional) != 2 && !compareArgs) {
 		fs.Usage()
 		return 2
 	}
@@ -96,7 +106,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(positional) > 1 {
 		arg = positional[1]
 	}
+	if *window == "" {
+		*window = "all"
+		if command == "compare" {
+			*window = "1h"
+		}
+	}
 	w, err := holistic.Preset(*window)
+	method, known := multiplicities[*multiplicity]
+	if err == nil && !known {
+		err = fmt.Errorf("unknown --multiplicity %q; use holm or bh", *multiplicity)
+	}
 	if err == nil && *batchSize <= 0 {
 		err = fmt.Errorf("--batch-size must be at least 1, got %d", *batchSize)
 	}
@@ -147,6 +167,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s\t%d\n", m.GetModel(), m.GetAcceptedPredictions())
 		}
 		return report(err, stderr)
+	case "compare":
+		other := ""
+		if len(positional) == 3 {
+			other = positional[2]
+		}
+		cmp := holistic.Compare{Model: arg, OtherModel: other, Window: w, Margin: *margin,
+			FailOn: names(*failOn), Multiplicity: method}
+		return compare(ctx, client, cmp, *asJSON, *allowEmpty, stdout, stderr)
 	case "delete-model":
 		reply, err := client.DeleteModel(ctx, arg, *tenant)
 		if err == nil {
@@ -163,6 +191,82 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs.Usage()
 	return 2
+}
+
+// The exit statuses of compare, the same in the Python, Node and Go command lines (2: errors).
+const (
+	worseStatus = 1 // a cell named by --fail-on got significantly worse beyond --margin
+	emptyStatus = 3 // not enough data to decide: a cell named has no value on a side, or no test
+)
+
+var multiplicities = map[string]pb.Multiplicity{
+	"holm": pb.Multiplicity_MULTIPLICITY_HOLM, "bh": pb.Multiplicity_MULTIPLICITY_BENJAMINI_HOCHBERG,
+}
+
+func names(list string) []string {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func number(x *float64, digits int) string {
+	if x == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*x, 'g', digits, 64)
+}
+
+func compare(ctx context.Context, client *holistic.Client, cmp holistic.Compare, asJSON, allowEmpty bool, stdout, stderr io.Writer) int {
+	reply, err := client.CompareProfiles(ctx, cmp)
+	if err != nil {
+		return report(err, stderr)
+	}
+	label := cmp.Model
+	if cmp.OtherModel != "" {
+		label += " vs " + cmp.OtherModel
+	}
+	if asJSON {
+		b, err := protojson.Marshal(reply)
+		if err != nil {
+			return report(err, stderr)
+		}
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		fmt.Fprintf(stdout, "%s: %d predictions before, %d after (%s, level %g)\n", label,
+			reply.GetBefore().GetCounts().GetWindowPredictions(), reply.GetAfter().GetCounts().GetWindowPredictions(),
+			reply.GetMultiplicity(), reply.GetLevel())
+		for _, c := range reply.GetCells() {
+			line := fmt.Sprintf("  %-40s %s → %s  %s", c.GetName(), number(c.Before, 4), number(c.After, 4),
+				strings.ToLower(strings.TrimPrefix(c.GetVerdict().String(), "VERDICT_")))
+			if c.PAdjusted != nil {
+				line += fmt.Sprintf(" (95%% %s to %s), p %s, adjusted %s, %s", number(c.Lower, 3), number(c.Upper, 3),
+					number(c.P, 2), number(c.PAdjusted, 2), c.GetTest())
+			}
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	if len(cmp.FailOn) == 0 {
+		return 0
+	}
+	for _, name := range reply.GetWorse() {
+		fmt.Fprintf(stderr, "%s: %s got significantly worse\n", label, name)
+	}
+	switch reply.GetDecision() {
+	case pb.Decision_DECISION_WORSE:
+		return worseStatus
+	case pb.Decision_DECISION_NOT_ENOUGH_DATA:
+		if allowEmpty {
+			fmt.Fprintf(stderr, "%s: %s\n", label, reply.GetSummary())
+			return 0
+		}
+		fmt.Fprintf(stderr, "%s: %s (exit %d; --allow-empty passes)\n", label, reply.GetSummary(), emptyStatus)
+		return emptyStatus
+	}
+	return 0
 }
 
 func report(err error, stderr io.Writer) int {

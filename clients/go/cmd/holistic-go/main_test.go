@@ -10,7 +10,8 @@ import (
 
 func TestUsageAndBadFlagsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{}, {"profile"}, {"frobnicate", "x"}, {"profile", "m", "--window", "2h"}, {"--nope"},
-		{"submit", "f.jsonl", "--batch-size", "0"}, {"delete-model", "m"}, {"delete-tenant", "team-a"}} {
+		{"submit", "f.jsonl", "--batch-size", "0"}, {"delete-model", "m"}, {"delete-tenant", "team-a"},
+		{"compare"}, {"compare", "a", "b", "c"}, {"compare", "a", "--multiplicity", "bonferroni"}} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != 2 || out.Len() != 0 || errOut.Len() == 0 {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())

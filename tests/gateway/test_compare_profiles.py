@@ -1,0 +1,140 @@
+"""CompareProfiles: a window against the one before, or one model against another; each cell tested by
+what is stored for it, the p-values adjusted, and a decision that says "not enough data" rather than
+passing."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import grpc
+import pytest
+from scipy.stats import binomtest
+
+from holistic.compare.significance import BOOTSTRAP, HOLM, MCNEMAR_EXACT, WELCH, benjamini_hochberg, holm
+from holistic.v1 import evaluation_service_pb2 as es
+from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
+from holistic.v1 import prediction_pb2 as pb
+from tests.conftest import drain
+from tests.factories import classified, prediction
+from tests.gateway.test_request_bounds import violations
+
+
+def cells(response: es.CompareProfilesResponse) -> dict[str, es.CellComparison]:
+    return {c.name: c for c in response.cells}
+
+
+def test_a_window_against_the_one_before(client, make_worker):
+    now = time.time()
+    before = [prediction(f"b{i}", model="m", produced_at_s=now - 80 * 60) for i in range(40)]
+    after = [prediction(f"a{i}", model="m", produced_at_s=now, output="Paris" if i % 2 else "Rome") for i in range(40)]
+    client.submit(before + after, model="m")
+    drain(make_worker("accuracy"))
+
+    r = client.compare_profiles("m", window="1h", fail_on=["accuracy"])
+    assert (r.before.counts.window_predictions, r.after.counts.window_predictions) == (40, 40)
+    acc = cells(r)["accuracy"]
+    # 40/40 before, 20/40 now (comparison.py's rule on the profile's intervals, as `holistic compare`)
+    assert (acc.before, acc.after, acc.difference, acc.test) == (1.0, 0.5, -0.5, WELCH)
+    assert acc.lower < -0.5 < acc.upper < 0 and acc.p < acc.p_adjusted < 0.05
+    assert acc.verdict == es.VERDICT_WORSE and acc.kind == "dimension" and acc.after_count == 40
+    assert (r.decision, list(r.worse), r.multiplicity, r.level) == (es.DECISION_WORSE, ["accuracy"], HOLM, 0.05)
+    assert r.summary.startswith("worse: accuracy got significantly worse beyond the margin 0")
+    tested = [c for c in r.cells if c.HasField("p")]
+    assert [c.p_adjusted for c in tested] == pytest.approx(holm([c.p for c in tested]))  # over every cell tested
+
+    # a margin the worsening does not exceed: nothing worse, every judged cell tested: pass
+    assert client.compare_profiles("m", window="1h", fail_on=["accuracy"], margin=0.6).decision == es.DECISION_PASS
+    bh = client.compare_profiles("m", window="1h", multiplicity=es.MULTIPLICITY_BENJAMINI_HOCHBERG)
+    assert bh.multiplicity == "Benjamini-Hochberg"
+    tested = [c for c in bh.cells if c.HasField("p")]
+    assert [c.p_adjusted for c in tested] == pytest.approx(benjamini_hochberg([c.p for c in tested]))
+    # toxicity is not deployed here: no value on either side, not enough data (not a pass)
+    gate = client.compare_profiles("m", window="1h", fail_on=["toxicity"])
+    assert (gate.decision, list(gate.not_enough_data)) == (es.DECISION_NOT_ENOUGH_DATA, ["toxicity"])
+    assert gate.summary.startswith("not enough data to decide: toxicity")
+
+
+def test_corpus_level_cells_by_bucket_bootstrap(client, make_worker):
+    now = time.time()
+    client.submit(classified("a", 400, 10, now), model="a")
+    client.submit(classified("b", 400, 3, now), model="b")
+    drain(make_worker("accuracy"))
+
+    # 26 minutes: read in minute buckets (a window holding a whole clock hour reads that hour as one bucket)
+    span = (datetime.fromtimestamp(now - 25 * 60, UTC), datetime.fromtimestamp(now + 60, UTC))
+    r = client.compare_profiles("a", "b", window=span, fail_on=["accuracy/classification_macro_f1"])
+    f1 = cells(r)["accuracy/classification_macro_f1"]
+    folded = {m.name: m.value for f in r.before.families for m in f.metrics}
+    assert f1.before == folded["classification_macro_f1"] and f1.test == BOOTSTRAP
+    assert f1.after < f1.before and f1.lower < f1.difference < f1.upper < 0
+    assert f1.verdict == es.VERDICT_WORSE and r.decision == es.DECISION_WORSE
+    again = client.compare_profiles("a", "b", window=span, fail_on=["accuracy/classification_macro_f1"])
+    assert cells(again)["accuracy/classification_macro_f1"] == f1  # a fixed seed: the same answer
+
+    # all time is one stored bucket: nothing to resample, so not enough data to decide
+    whole = client.compare_profiles("a", "b", fail_on=["accuracy/classification_macro_f1"])
+    f1 = cells(whole)["accuracy/classification_macro_f1"]
+    assert f1.verdict == es.VERDICT_NOT_ENOUGH_DATA and not f1.HasField("p") and "time buckets" in f1.why
+    assert whole.decision == es.DECISION_NOT_ENOUGH_DATA
+
+
+def fair(model: str, pid: str, original: str, output: str, now: float) -> pb.Prediction:
+    p = prediction(pid, model=model, output=output, scenario="chat", produced_at_s=now)
+    if original:
+        p.perturbation.family = pb.PERTURBATION_FAMILY_FAIRNESS
+        p.perturbation.name = "gender"
+        p.perturbation.original_id = original
+    return p
+
+
+def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
+    """30 instances (an original and its gender variant) scored by both models: a is right on every
+    original, b wrong on 10 of them, so McNemar's discordant pairs are 10 against 0."""
+    now = time.time()
+    for model in ("a", "b"):
+        preds = []
+        for i in range(30):
+            right = model == "a" or i >= 10
+            preds.append(fair(model, f"q{i}", "", "Paris" if right else "Rome", now))
+            preds.append(fair(model, f"q{i}~gender", f"q{i}", "Paris", now))
+        client.submit(preds, model=model)
+    drain(make_worker("fairness"))
+
+    r = client.compare_profiles("a", "b", window="1h")
+    paired = {c.name: c for c in r.cells if c.kind == "paired"}
+    original = next(c for name, c in paired.items() if name.endswith(":o"))
+    assert (original.before, original.after, original.before_count) == (1.0, pytest.approx(20 / 30), 30)
+    assert original.test == MCNEMAR_EXACT and original.p == pytest.approx(binomtest(0, 10, 0.5).pvalue)  # 0.00195
+    assert original.verdict == es.VERDICT_CHANGED and original.upper < 0
+    variant = next(c for name, c in paired.items() if name.endswith(":p:gender"))
+    assert (variant.before, variant.after, variant.p, variant.verdict) == (
+        1.0, 1.0, 1.0, es.VERDICT_NO_SIGNIFICANT_CHANGE
+    )  # fmt: skip
+    # the same model against itself over the window before has no pairs (an instance lives in one minute)
+    assert not [c for c in client.compare_profiles("a", window="1h").cells if c.kind == "paired"]
+
+
+def test_bad_requests_name_the_field(gateway, client):
+    client.submit([prediction("p1", model="m")], model="m")
+    with grpc.insecure_channel(gateway.address) as channel:
+        stub = es_grpc.EvaluationServiceStub(channel)
+        cases = {
+            "model": es.CompareProfilesRequest(preset=2),
+            "other_model": es.CompareProfilesRequest(model="a", other_model="no way"),
+            "margin": es.CompareProfilesRequest(model="a", preset=2, margin=-1),
+            "level": es.CompareProfilesRequest(model="a", preset=2, level=0.9),
+            "fail_on[1]": es.CompareProfilesRequest(model="a", preset=2, fail_on=["accuracy", ""]),
+            "preset": es.CompareProfilesRequest(model="a"),  # itself over all time: no window before
+        }
+        for field, request in cases.items():
+            with pytest.raises(grpc.RpcError) as err:
+                stub.CompareProfiles(request, timeout=10)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert field in violations(err.value), (field, violations(err.value))
+        with pytest.raises(grpc.RpcError) as err:  # a misspelt axis, once the profiles say which axes there are
+            stub.CompareProfiles(es.CompareProfilesRequest(model="m", preset=2, fail_on=["acuracy"]), timeout=10)
+        assert violations(err.value)["fail_on[0]"].startswith("unknown axis acuracy; use accuracy, bias, ")
+        with pytest.raises(grpc.RpcError) as err:
+            stub.CompareProfiles(es.CompareProfilesRequest(model="never", preset=2), timeout=10)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
