@@ -23,7 +23,7 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
-from holistic import sampling
+from holistic import evaluation_events, sampling
 from holistic.families import Family, Partial, as_partial
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
@@ -34,6 +34,8 @@ from holistic.shared_memo import SharedMemo
 from holistic.signature import make_signature, signature_id
 from holistic.stats import Stats
 from holistic.stop_signal import stop_on_signals
+from holistic.tenants import split_model
+from holistic.v1 import prediction_pb2 as pb
 from holistic.workqueue import WorkQueue
 from metric_services import heap, minutes
 from metric_services.fault_plan import Faults
@@ -112,6 +114,12 @@ class Worker:
         self.middleware: list[Middleware] = (
             middleware if middleware is not None else [Prometheus(), Logs(), FaultInjection(self.faults)]
         )
+        # gen_ai.evaluation.result events of a sample of scored predictions (HOLISTIC_OTLP_EVAL_*): opt-in
+        self.evaluations = None
+        if settings.otlp_eval_endpoint and getattr(self.family, "prediction_scores", None) is not None:
+            self.evaluations = evaluation_events.sender(
+                settings.otlp_eval_endpoint, f"holistic-{self.group}", settings.otlp_eval_queue
+            )
         self.counters = Counters()
         self.stopping = threading.Event()
         self._last_recover = 0.0
@@ -177,6 +185,8 @@ class Worker:
                 self.stopping.wait(delay)
                 delay = min(delay * 2, 5.0)
         log.info("worker %s stopped: %s", self.consumer, self.counters)
+        if self.evaluations is not None:
+            self.evaluations.close()
 
     def install_signal_handlers(self) -> None:
         stop_on_signals(self.stopping)
@@ -342,6 +352,9 @@ class Worker:
             outcomes: list[Applied] = []
             for w in work:
                 merged = bool(results[id(w)])
+                if merged and self.evaluations is not None:  # once per prediction: only the apply that merged
+                    for rec in w.evaluations:
+                        self.evaluations.offer(rec)
                 if merged:
                     self._recorded.add((w.entry.model, w.redaction))
                     if w.per_minute:
@@ -390,7 +403,7 @@ class Worker:
                 per_minute = minutes.per_minute(e.payload, envelope, accept_s)
                 return Work(
                     entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream,
-                    per_minute, redaction=envelope.redaction,
+                    per_minute, redaction=envelope.redaction, evaluations=self._evaluations(scored, e.model, accept_s),
                 )  # fmt: skip
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
@@ -398,6 +411,48 @@ class Worker:
         self.counters.errors[name] = self.counters.errors.get(name, 0) + 1
         self._give_up(queue, entry_id, f"{self.group} failed {self.settings.max_failures} times: {name}: {last}")
         return None
+
+    def _evaluations(self, envelope: Any, model: str, accept_s: float) -> list[Any]:
+        """The events of the batch's predictions in the evaluation sample (holistic/sampling.py's hash, so
+        a retry or another replica picks the same ones): the family's own per-prediction scores. A
+        failure here never fails the batch: its events are left out, logged."""
+        rate = self.settings.otlp_eval_sample_rate
+        if self.evaluations is None or rate <= 0:
+            return []
+        tenant, public = split_model(model)
+        out: list[Any] = []
+        try:
+            for p in envelope.predictions:
+                if not sampling.in_sample(p, model, rate):
+                    continue
+                at = p.produced_at
+                time_ns = at.seconds * 1_000_000_000 + at.nanos if at.seconds else int(accept_s * 1e9)
+                context = {
+                    "holistic.model": public, "holistic.tenant": tenant, "holistic.scenario": p.scenario,
+                    "holistic.task": pb.Task.Name(p.task).removeprefix("TASK_").lower(),
+                    "holistic.family": self.group,
+                }  # fmt: skip
+                for score in self.family.prediction_scores(p, self.settings):  # type: ignore[attr-defined]
+                    out.append(
+                        evaluation_events.record(
+                            score,
+                            explanation=self._explanation(score.name),
+                            response_id=p.id,
+                            attributes=context,
+                            time_ns=time_ns,
+                        )
+                    )
+        except Exception:
+            log.exception("%s: evaluation events of batch %s left out", self.group, envelope.batch_id)
+            return []
+        return out
+
+    def _explanation(self, metric: str) -> str:
+        """The metric's declared description: what the score measures."""
+        for md in self.family.metrics:
+            if md.name == metric:
+                return f"{md.display_name}: {md.description}"
+        return ""
 
     def _give_up(self, queue: WorkQueue, entry_id: str, reason: str) -> None:
         if queue.deadletter(self.group, entry_id, 1, reason):
