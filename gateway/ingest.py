@@ -169,7 +169,7 @@ class Ingestor:
             if not families:
                 raise Unavailable(
                     "no deployed metric family reads evaluations: deploy one that does (`holistic families add "
-                    "client_scores`) before submitting evaluation-only predictions"
+                    "evaluations`) before submitting evaluation-only predictions"
                 )
         if not families:  # nobody would ever score it: refuse rather than accept and lose it
             raise Unavailable(

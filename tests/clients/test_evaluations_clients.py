@@ -21,7 +21,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluations.jsonl"
 TOKENS = f"{NODE_TOKEN},{GO_TOKEN}"
 
 
-def client_scores(client, model: str) -> dict[tuple[str, str], tuple[float, int]]:
+def evaluations(client, model: str) -> dict[tuple[str, str], tuple[float, int]]:
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -29,13 +29,13 @@ def client_scores(client, model: str) -> dict[tuple[str, str], tuple[float, int]
         except ClientError as err:
             assert err.code == grpc.StatusCode.NOT_FOUND, err
             profile = None
-        family = next((f for f in profile.families if f.family == "client_scores"), None) if profile else None
+        family = next((f for f in profile.families if f.family == "evaluations"), None) if profile else None
         if family is not None and family.count == 4:
             break
         assert time.monotonic() < deadline, f"{model}: the evaluations were not applied"
         time.sleep(0.1)
     cells = {(s.scenario, m.name): (m.value, m.count) for s in profile.scenarios for m in s.metrics
-             if m.family == "client_scores"}  # fmt: skip
+             if m.family == "evaluations"}  # fmt: skip
     cells.update({("", m.name): (m.value, m.count) for m in family.metrics})
     return cells
 
@@ -47,8 +47,8 @@ EXPECTED = {("chat", "relevance"): (3.0, 3), ("chat", "helpfulness"): (1.0, 1), 
 
 
 def test_every_client_sends_evaluations(node, holistic_go, make_gateway, settings, redis_server):  # noqa: F811
-    gw = make_gateway(tokens=TOKENS, families="accuracy,client_scores")
-    workers = LiveWorkers(settings, redis_server, ("accuracy", "client_scores"))
+    gw = make_gateway(tokens=TOKENS, families="accuracy,evaluations")
+    workers = LiveWorkers(settings, redis_server, ("accuracy", "evaluations"))
     try:
         cli = CliRunner().invoke(main, ["submit", str(FIXTURE), "--model", "cli-ev", "--target", gw.address,
                                         "--no-progress"], env={"HOLISTIC_TOKEN": NODE_TOKEN})  # fmt: skip
@@ -58,7 +58,7 @@ def test_every_client_sends_evaluations(node, holistic_go, make_gateway, setting
         from_go = run_go_cli(holistic_go, "submit", str(FIXTURE), "--model", "go-ev", target=gw.address)
         assert from_go.returncode == 0, from_go.stdout + from_go.stderr
         with gw.client(NODE_TOKEN) as client:
-            got = {model: client_scores(client, model) for model in ("cli-ev", "node-ev", "go-ev")}
+            got = {model: evaluations(client, model) for model in ("cli-ev", "node-ev", "go-ev")}
     finally:
         workers.stop()
     assert got == {"cli-ev": EXPECTED, "node-ev": EXPECTED, "go-ev": EXPECTED}

@@ -1,5 +1,5 @@
 """gen_ai.evaluation.result events into the receiver, from an app using the OpenTelemetry SDK: each one's
-score joins the prediction it names in the profile (client_scores); bad ones are counted with a reason."""
+score joins the prediction it names in the profile (evaluations); bad ones are counted with a reason."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def evaluations(outcome: str, reason: str = "") -> float:
 
 @pytest.mark.parametrize("transport", ["grpc", "http"])
 def test_sdk_evaluation_events_join_their_predictions_in_the_profile(make_gateway, make_worker, r, transport):
-    gw = make_gateway(tokens=TOKEN, families=["accuracy", "client_scores"])
+    gw = make_gateway(tokens=TOKEN, families=["accuracy", "evaluations"])
     receiver = ReceiverThread(target=gw.address)
     reasons = [("accepted", ""), ("duplicate", ""), ("rejected", "evaluation_no_name"),
                ("rejected", "evaluation_score_not_a_number"), ("rejected", "evaluation_error"),
@@ -75,7 +75,7 @@ def test_sdk_evaluation_events_join_their_predictions_in_the_profile(make_gatewa
         assert span_exporter.export(spans.get_finished_spans()).name == "SUCCESS"
         assert log_exporter.export(logs.get_finished_logs()).name == "SUCCESS"
         assert log_exporter.export(logs.get_finished_logs()).name == "SUCCESS"  # a retry: counted once
-        drain(make_worker("accuracy", gw.settings), make_worker("client_scores", gw.settings))
+        drain(make_worker("accuracy", gw.settings), make_worker("evaluations", gw.settings))
         with gw.client(TOKEN) as client:
             profile = client.get_profile("atlas")
     finally:
@@ -93,5 +93,5 @@ def test_sdk_evaluation_events_join_their_predictions_in_the_profile(make_gatewa
     }
     assert next(f for f in profile.families if f.family == "accuracy").count == 2  # the two predictions only
     cell = next(s for s in profile.scenarios if s.scenario == "production")
-    scores = {m.name: (m.value, m.count) for m in cell.metrics if m.family == "client_scores"}
+    scores = {m.name: (m.value, m.count) for m in cell.metrics if m.family == "evaluations"}
     assert scores == {"relevance": (3.0, 2), "helpfulness": (0.5, 1), "safety": (1.0, 1)}

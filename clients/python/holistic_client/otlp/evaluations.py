@@ -4,7 +4,7 @@ The event (a log record named so, or a span event) carries `gen_ai.evaluation.na
 `gen_ai.evaluation.score.value` (a double), `gen_ai.evaluation.score.label`,
 `gen_ai.evaluation.explanation`, `gen_ai.response.id` and, when the evaluation itself failed,
 `error.type`. It becomes a prediction with no output and one Evaluation, which the gateway sends to
-the client_scores family: the score joins the prediction its id names.
+the evaluations family: the score joins the prediction its id names.
 
 Which prediction: `holistic.id` on the event; else the span it is parented to (a span event's span, a
 log record's span context), whose prediction id is the span's `holistic.id` or `<trace id>-<span id>`,

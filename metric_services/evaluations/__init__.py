@@ -1,4 +1,4 @@
-"""Client scores family: the evaluations a client or an external judge sends for predictions.
+"""Evaluations family (client and judge scores): the evaluations a client or an external judge sends for predictions.
 
 An evaluation (Prediction.evaluations; OpenTelemetry's gen_ai.evaluation.result through `holistic
 otlp-receiver`) is a named metric's score of one prediction. It comes with the prediction, or later,
@@ -35,12 +35,12 @@ from holistic.family import (
 from holistic.intervals import mean_var
 from holistic.metric_values import macro_mean, mean
 
-NAME = "client_scores"
+NAME = "evaluations"
 UNBOUNDED = (-math.inf, math.inf)  # a client's metric has its own scale
 SCENARIO = "scn"  # "scn|<scenario>|<metric>|n" (sum, sumsq): a scenario's evaluations of one metric
 
 
-class ClientScoresFamily(FamilyBase):
+class EvaluationsFamily(FamilyBase):
     name = NAME
     version = "1"
     reads_text = False
@@ -88,4 +88,4 @@ class ClientScoresFamily(FamilyBase):
         return make_signature(self.name, self.version, {})
 
 
-FAMILY = ClientScoresFamily()
+FAMILY = EvaluationsFamily()

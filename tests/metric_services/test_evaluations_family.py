@@ -1,4 +1,4 @@
-"""Client scores: evaluations sent with a prediction or after it, folded per metric; only this family sees
+"""The evaluations family: evaluations sent with a prediction or after it, folded per metric; only this family sees
 evaluation-only predictions."""
 
 from __future__ import annotations
@@ -28,21 +28,21 @@ def test_evaluations_join_their_metric_and_only_this_family_counts_evaluation_on
     later = [evaluation_only("p1", relevance=4.0, helpful=1.0), evaluation_only("p2", relevance=2.0)]
     client.submit([*later, evaluation_only("p9", relevance=3.0)], model="m", batch_id="evals-1")
     client.submit([evaluation_only("q1", scenario="other", relevance=1.0)], model="m", batch_id="evals-2")
-    drain(make_worker("accuracy"), make_worker("client_scores"))
+    drain(make_worker("accuracy"), make_worker("evaluations"))
     profile = client.get_profile("m")
     accuracy = next(f for f in profile.families if f.family == "accuracy")
     assert accuracy.count == 3  # the evaluation-only predictions are not predictions to score
 
-    scores = next(f for f in profile.families if f.family == "client_scores")
+    scores = next(f for f in profile.families if f.family == "evaluations")
     chat = next(s for s in profile.scenarios if s.scenario == "chat")
-    relevance = next(m for m in chat.metrics if m.family == "client_scores" and m.name == "relevance")
+    relevance = next(m for m in chat.metrics if m.family == "evaluations" and m.name == "relevance")
     # by hand: 4, 2, 3, 5: mean 3.5, sample variance 5/3, standard error sqrt(5/12)
     half = 1.959963984540054 * math.sqrt(5 / 12)
     assert (relevance.value, relevance.count) == (3.5, 4)
     assert relevance.interval.lower == pytest.approx(3.5 - half) and relevance.interval.upper == pytest.approx(
         3.5 + half
     )
-    helpful = next(m for m in chat.metrics if m.family == "client_scores" and m.name == "helpful")
+    helpful = next(m for m in chat.metrics if m.family == "evaluations" and m.name == "helpful")
     assert (helpful.value, helpful.count) == (1.0, 1)
     overall = {m.name: m for m in scores.metrics}
     assert overall["relevance"].value == pytest.approx((3.5 + 1.0) / 2)  # unweighted over the two scenarios
