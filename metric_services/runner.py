@@ -413,9 +413,9 @@ class Worker:
         return None
 
     def _evaluations(self, envelope: Any, model: str, accept_s: float) -> list[Any]:
-        """The events of the batch's predictions in the evaluation sample (holistic/sampling.py's hash, so
-        a retry or another replica picks the same ones): the family's own per-prediction scores. A
-        failure here never fails the batch: its events are left out, logged."""
+        """The events of the batch's predictions in the evaluation sample (evaluation_events.in_sample: a retry
+        or another replica picks the same ones): the family's own per-prediction scores. A failure here
+        never fails the batch: its events are left out, logged."""
         rate = self.settings.otlp_eval_sample_rate
         if self.evaluations is None or rate <= 0:
             return []
@@ -423,7 +423,7 @@ class Worker:
         out: list[Any] = []
         try:
             for p in envelope.predictions:
-                if not sampling.in_sample(p, model, rate):
+                if not evaluation_events.in_sample(model, p.scenario, p.id, rate):
                     continue
                 at = p.produced_at
                 time_ns = at.seconds * 1_000_000_000 + at.nanos if at.seconds else int(accept_s * 1e9)
