@@ -47,10 +47,12 @@ def test_sdk_evaluation_events_join_their_predictions_in_the_profile(make_gatewa
         # on the span it evaluates (the conventions' SHOULD), and as a log record in its context
         span.add_event(RESULT, {"gen_ai.evaluation.name": "relevance", "gen_ai.evaluation.score.value": 4.0,
                                 "gen_ai.evaluation.score.label": "relevant"})  # fmt: skip
-        logger.emit(event_name=RESULT, attributes={"gen_ai.evaluation.name": "helpfulness",  # a record names
-                                                   "gen_ai.request.model": "atlas",  # its model
+        logger.emit(event_name=RESULT, attributes={"gen_ai.evaluation.name": "helpfulness",
                                                    "gen_ai.evaluation.score.value": 0.5})  # fmt: skip
         ctx = span.get_span_context()
+    with tracer.start_as_current_span("chat atlas", attributes={**chat, "holistic.id": "turn-7"}):
+        logger.emit(event_name=RESULT, attributes={"gen_ai.evaluation.name": "helpfulness",  # the span's id
+                                                   "gen_ai.evaluation.score.value": 1.5})  # fmt: skip
     span_id = f"{ctx.trace_id:032x}-{ctx.span_id:016x}"
     judge = {"gen_ai.response.id": "chatcmpl-1", "holistic.model": "atlas"}  # no span: the response id says which
     logger.emit(event_name=RESULT, attributes={**judge, "gen_ai.evaluation.name": "relevance",
@@ -81,17 +83,18 @@ def test_sdk_evaluation_events_join_their_predictions_in_the_profile(make_gatewa
     finally:
         receiver.stop()
     assert {k: evaluations(*k) - n for k, n in before.items()} == {
-        ("accepted", ""): 4, ("duplicate", ""): 3, ("rejected", "evaluation_no_name"): 2,
+        ("accepted", ""): 5, ("duplicate", ""): 4, ("rejected", "evaluation_no_name"): 2,
         ("rejected", "evaluation_score_not_a_number"): 2, ("rejected", "evaluation_error"): 2,
         ("rejected", "evaluation_no_model"): 2}  # fmt: skip
     sent = {(p.id, e.name): e for p in predictions(r, gw) for e in p.evaluations}
     assert {k: (e.score, e.label, e.explanation) for k, e in sent.items()} == {
         (span_id, "relevance"): (4.0, "relevant", ""),
-        (span_id, "helpfulness"): (0.5, "", ""),
+        (span_id, "helpfulness"): (0.5, "", ""),  # the model is the span's, which the receiver saw
+        ("turn-7", "helpfulness"): (1.5, "", ""),
         ("chatcmpl-1", "relevance"): (2.0, "", "Off topic."),
         ("chatcmpl-1", "safety"): (1.0, "pass", ""),
     }
-    assert next(f for f in profile.families if f.family == "accuracy").count == 2  # the two predictions only
+    assert next(f for f in profile.families if f.family == "accuracy").count == 3  # the three predictions only
     cell = next(s for s in profile.scenarios if s.scenario == "production")
     scores = {m.name: (m.value, m.count) for m in cell.metrics if m.family == "evaluations"}
-    assert scores == {"relevance": (3.0, 2), "helpfulness": (0.5, 1), "safety": (1.0, 1)}
+    assert scores == {"relevance": (3.0, 2), "helpfulness": (1.0, 2), "safety": (1.0, 1)}

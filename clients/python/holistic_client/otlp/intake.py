@@ -20,6 +20,7 @@ import hashlib
 import logging
 import re
 from collections import Counter as Tally
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,7 @@ EVALUATIONS = Counter(
     "duplicate, rejected) and reason.",
     ["outcome", "reason"],
 )
+SPANS_KEPT = 100_000  # spans whose prediction an evaluation log record may name by its span context alone
 _PREDICTION = re.compile(r"^predictions\[(\d+)\]")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED)
 Metadata = tuple[tuple[str, str], ...]
@@ -123,6 +125,9 @@ class Intake:
         self.settings = settings
         self.defaults = settings.defaults()
         self.events = EventBuffer()
+        # (authorization, "<trace>-<span>") -> the holistic.* a span's prediction got: what an evaluation log
+        # record in that span's context inherits (a log record carries no model); the newest SPANS_KEPT
+        self.spans: OrderedDict[tuple[Metadata, str], dict[str, str]] = OrderedDict()
         options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
         if settings.gateway_tls_ca:
             creds = grpc.ssl_channel_credentials(settings.gateway_tls_ca.read_bytes())
@@ -151,7 +156,8 @@ class Intake:
                     if name == EVALUATION:
                         ref = span_ref(record.trace_id, record.span_id)
                         at = record.time_unix_nano or record.observed_time_unix_nano
-                        evaluations.add(to_evaluation, attrs, resource, self.defaults, ref, at)
+                        context = {**resource, **self.spans.get((metadata, ref or ""), {})}
+                        evaluations.add(to_evaluation, attrs, context, self.defaults, ref, at)
                         continue
                     if name not in EVENT_NAMES:
                         LOG_RECORDS.labels("ignored", "not_genai_event").inc()
@@ -243,6 +249,7 @@ class Intake:
                     SPANS.labels("unusable", str(exc)).inc()
                 else:
                     by_model.setdefault(p.model, {}).setdefault(p.id, p)  # a span repeated in one request: once
+                    self._remember(key, p)
                 del waiting[key]
             if not waiting:
                 return by_model
@@ -252,6 +259,15 @@ class Intake:
                 await self.events.arrival(deadline - loop.time())
             finally:
                 WAITING.dec(n)
+
+    def _remember(self, key: Key, p: pb.Prediction) -> None:
+        ref = span_ref(key[1], key[2])
+        if ref is None:
+            return
+        self.spans[(key[0], ref)] = {"holistic.model": p.model, "holistic.scenario": p.scenario, "holistic.id": p.id}
+        self.spans.move_to_end((key[0], ref))
+        while len(self.spans) > SPANS_KEPT:
+            self.spans.popitem(last=False)
 
     async def _submit(
         self,
