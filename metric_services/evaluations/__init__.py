@@ -56,10 +56,11 @@ class EvaluationsFamily(FamilyBase):
         out: dict[int, Stats] = defaultdict(Stats)
         accept_s = envelope.accept_time.seconds
         for p in envelope.predictions:
-            if not p.evaluations:
-                continue
             st = out[prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)]
-            st.incr("n")
+            st.incr("n")  # every prediction it applied, as every family counts
+            if not p.evaluations:
+                st.incr("unscored")
+                continue
             for e in p.evaluations:
                 st.incr(key(SCENARIO, p.scenario, e.name, "n"))
                 st.add(key(SCENARIO, p.scenario, e.name, "sum"), e.score)
@@ -67,7 +68,10 @@ class EvaluationsFamily(FamilyBase):
         return dict(out)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
-        report = FamilyReport(family=self.name, count=int(stats.num("n")))
+        unscored = int(stats.num("unscored"))
+        report = FamilyReport(family=self.name, count=int(stats.num("n")), skipped=unscored)
+        if unscored:
+            report.skipped_reason = "no evaluations (Prediction.evaluations)"
         parts: dict[str, ScenarioPart] = {}
         per_metric: dict[str, list[tuple[float, float, float, bool]]] = defaultdict(list)
         for scn, f in sorted(stats.groups(SCENARIO).items()):

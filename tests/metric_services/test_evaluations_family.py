@@ -30,6 +30,9 @@ def test_evaluations_join_their_metric_and_only_this_family_counts_evaluation_on
     client.submit([evaluation_only("q1", scenario="other", relevance=1.0)], model="m", batch_id="evals-2")
     drain(make_worker("accuracy"), make_worker("evaluations"))
     profile = client.get_profile("m")
+    pending = {f.family: (f.pending_predictions, f.pending_batches) for f in profile.pending}
+    # nothing pending for accuracy: it was never sent the evaluations (the families not run have the first batch)
+    assert pending["accuracy"] == pending["evaluations"] == (0, 0) and pending["efficiency"] == (3, 1)
     accuracy = next(f for f in profile.families if f.family == "accuracy")
     assert accuracy.count == 3  # the evaluation-only predictions are not predictions to score
 
@@ -47,7 +50,7 @@ def test_evaluations_join_their_metric_and_only_this_family_counts_evaluation_on
     overall = {m.name: m for m in scores.metrics}
     assert overall["relevance"].value == pytest.approx((3.5 + 1.0) / 2)  # unweighted over the two scenarios
     assert overall["relevance"].count == 5
-    assert scores.count == 5  # predictions that carried evaluations
+    assert (scores.count, scores.skipped) == (7, 2)  # every prediction it applied; p1, p2 carried none
 
 
 def test_bad_evaluations_are_invalid_argument_naming_the_field(client):
