@@ -74,6 +74,7 @@ _COLUMNS: dict[str, list[tuple[str, int, int, int, str]]] = {
         ("perturbation", 12, _F.TYPE_BYTES, _REPEATED, ""),
         ("timing", 14, _F.TYPE_MESSAGE, _OPTIONAL, "Timings"),
         ("ranking", 17, _F.TYPE_BYTES, _REPEATED, ""),
+        ("evaluations", 18, _F.TYPE_BYTES, _REPEATED, ""),
     ],
     "Timings": [
         ("latency", 1, _F.TYPE_MESSAGE, _REPEATED, "Time"),
@@ -130,7 +131,7 @@ def proven_model(
         return None
     try:
         wire = WireRequest.FromString(raw).predictions
-        if wire.choice_probabilities or wire.perturbation or wire.ranking:
+        if wire.choice_probabilities or wire.perturbation or wire.ranking or wire.evaluations:
             return None  # rules that pair two fields of one prediction: the walk
         if wire.task or wire.confidence:  # sent with the wrong wire type: unknown to the request
             return None

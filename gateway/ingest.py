@@ -27,6 +27,7 @@ from gateway import columns, wire_proof
 from gateway.backlog import BacklogMonitor
 from gateway.deployment import Deployment
 from gateway.durability import AofBarrier, AofState
+from gateway.evaluation_validation import evaluation_only, reads_evaluations
 from gateway.quota import Quotas
 from gateway.validation import validate
 from holistic.errors import AlreadyExists, Backpressure, ConfigError, FieldViolation, InvalidArgument, Unavailable
@@ -162,6 +163,14 @@ class Ingestor:
         model = internal_model(tenant, public)
         shard = shard_of(model, self.settings.queue_shards)
         families = await self.deployment.for_shard(shard)
+        # evaluation-only predictions (a batch is all or none, validation.py) go to the families that read them
+        if proof is None and evaluation_only(incoming.request.predictions[0]):
+            families = tuple(f for f in families if reads_evaluations(f))
+            if not families:
+                raise Unavailable(
+                    "no deployed metric family reads evaluations: deploy one that does (`holistic families add "
+                    "evaluations`) before submitting evaluation-only predictions"
+                )
         if not families:  # nobody would ever score it: refuse rather than accept and lose it
             raise Unavailable(
                 "no metric family is deployed: start a worker (`holistic worker <family>`) or create the "

@@ -157,7 +157,7 @@ class QualitySeries:
         for report in profile.families:
             named = default_metrics(report.family) if metrics is None else metrics.get(report.family, ())
             wanted = set(named)
-            for m in _picked(report.metrics, wanted):
+            for m in picked(report.metrics, wanted):
                 labels = [*base, report.family, m.name, window, period]
                 self.metric_value.add_metric(labels, m.value)
                 self.metric_samples.add_metric(labels, m.count)
@@ -166,7 +166,7 @@ class QualitySeries:
                     self.metric_upper.add_metric(labels, m.interval.upper)
 
 
-def _picked(metrics: Iterable[pp.Metric], wanted: set[str]) -> Iterable[pp.Metric]:
+def picked(metrics: Iterable[pp.Metric], wanted: set[str]) -> Iterable[pp.Metric]:
     seen: set[str] = set()
     for m in metrics:
         if m.name in wanted and m.name not in seen:  # one series per name, whatever a report repeats

@@ -27,9 +27,11 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from gateway.evaluation_cells import CellKey, cell_record, changed, profile_cells
 from gateway.profiles import ProfileReader, WindowSpec
 from gateway.quality import QualitySeries, floor_family
 from holistic.errors import ConfigError, NotFound
+from holistic.process import evaluation_events
 from holistic.redis.connection import RETRYABLE, async_client
 from holistic.settings import Settings
 from holistic.tenancy.tenants import DEFAULT_TENANT, SEPARATOR
@@ -159,6 +161,11 @@ class QualityExporter:
             registry=self.registry,
         )
         self.snapshot: list[Metric] = []
+        # gen_ai.evaluation.result per changed cell (gateway/evaluation_cells.py), when HOLISTIC_OTLP_EVAL_ENDPOINT
+        self.evaluations = evaluation_events.sender(
+            settings.otlp_eval_endpoint, "holistic-quality-exporter", settings.otlp_eval_queue
+        )
+        self.cells: dict[CellKey, Any] = {}
         self.port = 0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -189,10 +196,11 @@ class QualityExporter:
     async def refresh(self) -> None:
         started = time.monotonic()
         series = QualitySeries()
+        cells: dict[CellKey, Any] = {}
         try:
             for tenant, model in await self.models():
                 for window in self.quality.windows:
-                    await self._add_model(series, tenant, model, window)
+                    await self._add_model(series, tenant, model, window, cells)
                 if self.quality.axis_floors:
                     await self._add_evidence(series, tenant, model)
             for tenant, model, baseline in self.quality.baselines:
@@ -201,15 +209,22 @@ class QualityExporter:
             self.errors.inc()
             raise
         self.snapshot = series.families()
+        if self.evaluations is not None:
+            for key in changed(self.cells, cells):
+                self.evaluations.offer(cell_record(key, cells[key], self.quality.axis_floors))
+        self.cells = cells
         self.refresh_seconds.set(time.monotonic() - started)
         self.refreshed.set(time.time())
 
-    async def _add_model(self, series: QualitySeries, tenant: str, model: str, window: str) -> None:
+    async def _add_model(
+        self, series: QualitySeries, tenant: str, model: str, window: str, cells: dict[CellKey, Any]
+    ) -> None:
         try:
             current = await self.reader.profile(model, WindowSpec(WINDOW_PRESETS[window]), tenant)
         except NotFound:
             return  # picked by name but never sent: nothing to say yet
         series.add_profile(current, tenant, window, "current", self.quality.metrics)
+        cells.update(profile_cells(current, tenant, window, self.quality.metrics))
         span = _previous_span(current.window)
         if self.quality.previous and span is not None:
             before = await self.reader.profile(model, WindowSpec(pp.WINDOW_PRESET_UNSPECIFIED, *span), tenant)
@@ -272,6 +287,8 @@ class QualityExporter:
             await self._task
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.evaluations is not None:
+            await asyncio.to_thread(self.evaluations.close)
         await self.r.aclose()
 
 

@@ -6,6 +6,7 @@ the client CLI uses the field paths (predictions[3].confidence) to report file l
 
 from __future__ import annotations
 
+from gateway.evaluation_validation import check_evaluations, evaluation_only
 from gateway.ranking_validation import check_ranking, judgments_only
 from gateway.request_rules import BATCH_ID_RE, BATCH_ID_RULE, NAME_RE, NAME_RULE, RULES, TAG_RE, TAG_RULE
 from holistic.errors import FieldViolation, InvalidArgument
@@ -66,6 +67,7 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
     ids: set[str] = set()
     good_names: set[str] = set()
     good_tags: set[tuple[str, str]] = set()
+    only_evaluations: list[int] = []  # indices of the evaluation-only predictions
     for i, p in enumerate(preds):
         pid = p.id
         if p.task == pb.TASK_RANKING and judgments_only(p):  # may follow its ranking, even in one batch
@@ -87,7 +89,7 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
                 good_names.add(scn)
             else:
                 v.add(f"predictions[{i}].scenario", "is required" if not scn else f"must be {NAME_RULE}")
-        if p.task not in KNOWN_TASKS:
+        if p.task not in KNOWN_TASKS and not evaluation_only(p):  # an evaluation-only one needs none
             v.add(f"predictions[{i}].task", "must be one of " + ", ".join(pb.Task.Name(t) for t in sorted(KNOWN_TASKS)))
         refs = p.references
         if len(refs) > max_refs:
@@ -115,6 +117,10 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
             _metadata(v, f"predictions[{i}].metadata", p.metadata, max_map)
         if p.HasField("timing"):
             check_timing(v, f"predictions[{i}].timing", p.timing)
+        if p.evaluations:
+            check_evaluations(v, f"predictions[{i}]", p, max_map, max_text)
+            if evaluation_only(p):
+                only_evaluations.append(i)
         at = p.produced_at
         secs = at.seconds
         if secs or at.nanos:
@@ -124,6 +130,13 @@ def validate(request: SubmitPredictionsRequest, limits: Settings, now_s: float, 
                 v.add(f"predictions[{i}].produced_at", "is before 2000-01-01")
             elif secs > latest_s:
                 v.add(f"predictions[{i}].produced_at", f"is more than {limits.future_skew_s:g} s in the future")
+    if only_evaluations and len(only_evaluations) < len(preds):
+        other = next(i for i in range(len(preds)) if i not in set(only_evaluations))
+        v.add(
+            f"predictions[{only_evaluations[0]}].evaluations",
+            f"make it evaluation-only (no output) in a batch with predictions[{other}], which has an output: "
+            "evaluation-only predictions go in batches of their own",
+        )
     if not model and preds and not v:
         v.add("model", "is required: set it on the request or on every prediction")
     if v:

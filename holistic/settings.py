@@ -188,6 +188,21 @@ class Settings(BaseSettings):
     )
     log_format: Literal["text", "json"] = Field(default="text", description="json: one JSON object per line.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log threshold.")
+    otlp_eval_endpoint: str = Field(
+        default="",
+        description="OTLP/gRPC logs collector (host:port, http:// or https://) that workers and the quality "
+        "exporter send `gen_ai.evaluation.result` events to (docs/otlp.md); empty: none are sent.",
+    )
+    otlp_eval_sample_rate: float = Field(
+        default=0.01,
+        ge=0.0,
+        le=1.0,
+        description="Share of scored predictions a worker sends an event for (the same predictions on every "
+        "replica and retry); profile cell changes are always sent.",
+    )
+    otlp_eval_queue: int = Field(
+        default=10_000, ge=1, description="Events waiting to be sent at most; beyond it they are dropped, counted."
+    )
 
     # --- Dashboard ---------------------------------------------------------------------------
     dashboard_address: str = Field(

@@ -39,6 +39,7 @@ class Work:
     per_minute: dict[int, int] = field(default_factory=dict)  # predictions per minute, for the signature count
     members: list[Work] = field(default_factory=list)  # batches applied together (coalesce); empty: itself
     redaction: str = ""  # the envelope's: counted under a signature that records it
+    evaluations: list[Any] = field(default_factory=list)  # gen_ai.evaluation.result records, sent once merged
 
     @property
     def batches(self) -> list[Work]:

@@ -48,6 +48,7 @@ SIZES: dict[str, Size] = {
     "bias": Size(cpu="500m", memory="320Mi", memory_limit="768Mi", lag_per_replica=50, max_replicas=10),
     "summarization": Size(cpu="1", memory="1536Mi", memory_limit="2560Mi", lag_per_replica=5, max_replicas=20),
     "retrieval": LIGHT,
+    "evaluations": LIGHT,  # a mean per evaluation: lighter than accuracy
 }  # an installed family not listed (a plugin) gets LIGHT
 
 HEADER = "# Written by tools/gen_kubernetes_workers.py: edit the tool, not this file.\n"

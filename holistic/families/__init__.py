@@ -164,6 +164,9 @@ class Family(Protocol):
     # profile knows the signature its workers recorded (toxicity names the classifier's label).
     # Optional: `share(memo: holistic.families.shared_memo.SharedMemo) -> None`, called by a worker after `prepare`
     # with a memo bound to the family's name: values its replicas compute once between them.
+    # Optional: `prediction_scores(prediction, settings) -> list[holistic.process.evaluation_events.Score]`, one
+    # prediction's own values (its main metric, say): what a worker sends as gen_ai.evaluation.result
+    # events when HOLISTIC_OTLP_EVAL_ENDPOINT is set (docs/otlp.md).
 
 
 class FamilyBase:

@@ -30,12 +30,14 @@ from holistic.families import (
     prediction_minute,
 )
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.intervals import Moments, mean_var
 from holistic.stats.mergeable import Folded, Stats
 from holistic.stats.metric_values import macro_mean, mean, plain, proportion
 from holistic.stats.names import Fields, key
+from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import (
     DIMENSION_KIND_ACCURACY,
     FamilyReport,
@@ -46,7 +48,7 @@ from metric_services.accuracy.sums import Sums
 from metric_services.shared.classification import BOTH, CLASSIFICATION_METRICS, PRED, TRUE, f1_scores
 from metric_services.shared.generation_metrics import GENERATION_METRICS
 from metric_services.shared.helm_sets import task_metrics
-from metric_services.shared.main_metric import main_metric, majority_task
+from metric_services.shared.main_metric import main_metric, majority_task, prediction_score
 from metric_services.shared.reference_metrics import BINARY, METRICS
 
 NAME = "accuracy"
@@ -104,6 +106,20 @@ class AccuracyFamily(FamilyBase):
         for (minute, scn), acc in groups.items():
             acc.emit(out[minute], scn)
         return dict(out)
+
+    def prediction_scores(self, p: pb.Prediction, settings: Settings) -> list[Score]:
+        """The prediction's value of its scenario's main metric, as its run cell counts it: none for a
+        perturbed variant or one with neither references nor `correct`. A 0/1 outcome is labelled."""
+        if p.HasField("perturbation"):
+            return []
+        metric = main_metric(p.scenario, p.task, settings)
+        value = prediction_score(p, metric, settings.references_win)
+        if value is None:
+            return []
+        by_references = metric in METRICS and bool(p.references)
+        judged = p.HasField("correct") and not (settings.references_win and by_references)
+        label = ("correct" if value == 1.0 else "incorrect") if judged or metric in BINARY else None
+        return [Score(metric, value, label)]
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         parts: dict[str, ScenarioPart] = {}

@@ -117,8 +117,8 @@ def test_the_compose_file_runs_scales_and_survives_a_sigkill(images):
                 profile = client.get_profile(model)
                 assert profile.counts.accepted_predictions == n
                 assert {f.family: f.count for f in profile.families} == dict.fromkeys(
-                    ["accuracy", "bias", "calibration", "efficiency", "fairness", "retrieval", "robustness",
-                     "summarization", "toxicity"], n)  # fmt: skip
+                    ["accuracy", "bias", "calibration", "efficiency", "evaluations", "fairness", "retrieval",
+                     "robustness", "summarization", "toxicity"], n)  # fmt: skip
                 assert all(d.HasField("score") for d in profile.dimensions), model
 
             # the quality exporter's series equal the gateway's profile; a GenAI span comes in over OTLP

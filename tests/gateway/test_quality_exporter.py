@@ -224,3 +224,56 @@ def test_evidence_against_a_pinned_baseline_from_both_all_time_profiles(scored):
 def test_a_malformed_baseline_names_the_setting(value):
     with pytest.raises(ConfigError, match="HOLISTIC_QUALITY_BASELINES"):
         load_quality_settings(baselines=value)
+
+
+def test_a_changed_cell_sends_one_evaluation_event_an_unchanged_one_none(scored, make_worker):
+    from tests.conftest import drain
+    from tests.otlp_collector import Collector
+
+    gw, client = scored
+    collector = Collector()
+    settings = gw.settings.model_copy(update={"otlp_eval_endpoint": collector.endpoint})
+    quality = load_quality_settings(
+        models=["alpha"], windows=["all"], metrics={"accuracy": ["exact_match"]}, axis_floors={"accuracy": 0.75},
+        previous=False, refresh_s=3600,
+    )  # fmt: skip
+    exporter = ExporterThread(settings, quality)  # its first snapshot at start: every cell is new
+    try:
+        first = {(e.get("holistic.family", ""), e["gen_ai.evaluation.name"]): e for e in collector.events(3)}
+        acc = next(d for d in client.get_profile("alpha", "all").dimensions if d.kind == 1)
+        assert first[("", "accuracy")] == {
+            "gen_ai.evaluation.name": "accuracy",
+            "gen_ai.evaluation.score.value": 0.7,
+            "gen_ai.evaluation.score.label": "fail",  # below its floor, 0.75
+            "gen_ai.evaluation.explanation": f"accuracy axis of alpha over all: 0.7 from 10 predictions, 95 % "
+            f"interval [{acc.interval.lower:.4g}, {acc.interval.upper:.4g}]",
+            "holistic.model": "alpha",
+            "holistic.tenant": "default",
+            "holistic.window": "all",
+            "holistic.sample_count": 10,
+            "holistic.axis": "accuracy",
+        }
+        assert first[("", "efficiency")]["gen_ai.evaluation.score.value"] == 0.8
+        assert "gen_ai.evaluation.score.label" not in first[("", "efficiency")]  # no floor for it
+        assert first[("accuracy", "exact_match")]["gen_ai.evaluation.score.value"] == 0.7
+        assert "gen_ai.response.id" not in first[("accuracy", "exact_match")]  # a cell scores the model
+        assert len(collector.records) == 3
+
+        exporter.refresh()  # nothing applied since: nothing sent
+        time.sleep(0.2)
+        assert len(collector.records) == 3
+
+        now = time.time()
+        client.submit([prediction(f"n{i}", latency_s=1.0, produced_at_s=now) for i in range(10)], model="alpha")
+        drain(make_worker("accuracy", gw.settings), make_worker("efficiency", gw.settings))
+        exporter.refresh()
+        later = {(e.get("holistic.family", ""), e["gen_ai.evaluation.name"]): e for e in collector.events(6)[3:]}
+        assert {k: (e["gen_ai.evaluation.score.value"], e["holistic.sample_count"]) for k, e in later.items()} == {
+            ("", "accuracy"): (0.85, 20),  # 17 of 20
+            ("", "efficiency"): (0.9, 20),  # 18 of 20 within the objective
+            ("accuracy", "exact_match"): (0.85, 20),
+        }
+        assert later[("", "accuracy")]["gen_ai.evaluation.score.label"] == "pass"
+    finally:
+        exporter.stop()
+        collector.stop()

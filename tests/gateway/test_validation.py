@@ -193,6 +193,7 @@ NOT_PROBABILITIES = {  # tests/gateway/test_ranking_validation.py
     "RankedDocument.score": "finite",
     "RankedDocument.logprob": "finite",
     "RankedDocument.relevance": "a non-negative integer",
+    "Evaluation.score": "finite",  # tests/metric_services/test_evaluations.py
 }
 
 

@@ -20,6 +20,9 @@ import hashlib
 import logging
 import re
 from collections import Counter as Tally
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as ls
@@ -31,6 +34,7 @@ from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import prediction_pb2 as pb
 from holistic_client.client import submit_method
 from holistic_client.errors import from_rpc_error, retry_delay_s
+from holistic_client.otlp.evaluations import EVALUATION, to_evaluation
 from holistic_client.otlp.events import LOG_RECORDS, EventBuffer, Key
 from holistic_client.otlp.mapping import Unusable, attributes, is_genai, to_prediction, value
 from holistic_client.otlp.messages import EVENT_NAMES, Event
@@ -45,6 +49,13 @@ SPANS = Counter(
 )
 WAITING = Gauge("holistic_otlp_spans_waiting", "Spans waiting for their log records (HOLISTIC_OTLP_EVENT_WAIT_S).")
 BATCHES = Counter("holistic_otlp_batches", "Batches submitted to the gateway, by outcome.", ["outcome"])
+EVALUATIONS = Counter(
+    "holistic_otlp_evaluations",
+    "gen_ai.evaluation.result events received (log records and span events), by outcome (accepted, "
+    "duplicate, rejected) and reason.",
+    ["outcome", "reason"],
+)
+SPANS_KEPT = 100_000  # spans whose prediction an evaluation log record may name by its span context alone
 _PREDICTION = re.compile(r"^predictions\[(\d+)\]")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED)
 Metadata = tuple[tuple[str, str], ...]
@@ -54,6 +65,45 @@ def batch_id(model: str, predictions: list[pb.Prediction]) -> str:
     """Derived from the model and the prediction ids (the span ids): the same spans, the same batch."""
     digest = hashlib.sha256("\0".join([model, *(p.id for p in predictions)]).encode()).hexdigest()
     return f"otlp-{digest[:40]}"
+
+
+def evaluation_batch_id(model: str, predictions: list[pb.Prediction]) -> str:
+    """Derived from the evaluations themselves: a re-sent export is the same batch, a new score a new one."""
+    digest = hashlib.sha256(model.encode())
+    for p in predictions:
+        digest.update(p.SerializeToString(deterministic=True))
+    return f"otlp-eval-{digest.hexdigest()[:40]}"
+
+
+def span_ref(trace_id: bytes, span_id: bytes) -> str | None:
+    """`<trace id>-<span id>`, the id the receiver gives a span's prediction; None without a span context."""
+    if not trace_id.strip(b"\0") or not span_id.strip(b"\0"):
+        return None
+    return f"{trace_id.hex()}-{span_id.hex()}"
+
+
+class Evaluations:
+    """One Export's evaluation-only predictions, one per (model, id), each metric of a prediction once."""
+
+    def __init__(self) -> None:
+        self.by_model: dict[str, dict[str, pb.Prediction]] = {}
+        self.rejected: Tally[str] = Tally()
+
+    def add(self, make: Callable[..., pb.Prediction], *args: Any) -> None:
+        try:
+            p = make(*args)
+        except Unusable as exc:
+            self.rejected[str(exc)] += 1
+            EVALUATIONS.labels("rejected", str(exc)).inc()
+            return
+        held = self.by_model.setdefault(p.model, {}).setdefault(p.id, p)
+        if held is p:
+            return
+        if any(e.name == p.evaluations[0].name for e in held.evaluations):
+            self.rejected["evaluation_repeated"] += 1  # one score per metric of a prediction in one export
+            EVALUATIONS.labels("rejected", "evaluation_repeated").inc()
+            return
+        held.evaluations.append(p.evaluations[0])
 
 
 def partial(rejected: Tally[str]) -> tuple[int, str]:
@@ -75,6 +125,9 @@ class Intake:
         self.settings = settings
         self.defaults = settings.defaults()
         self.events = EventBuffer()
+        # (authorization, "<trace>-<span>") -> the holistic.* a span's prediction got: what an evaluation log
+        # record in that span's context inherits (a log record carries no model); the newest SPANS_KEPT
+        self.spans: OrderedDict[tuple[Metadata, str], dict[str, str]] = OrderedDict()
         options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
         if settings.gateway_tls_ca:
             creds = grpc.ssl_channel_credentials(settings.gateway_tls_ca.read_bytes())
@@ -93,11 +146,19 @@ class Intake:
         """GenAI event records are held for their spans; others are not ours (a logs pipeline's). A record
         joins only a span sent with the same authorization: no one else's records reach a tenant's spans."""
         rejected: Tally[str] = Tally()
+        evaluations = Evaluations()
         for resource_logs in request.resource_logs:
+            resource = _holistic(attributes(resource_logs.resource.attributes))
             for scope_logs in resource_logs.scope_logs:
                 for record in scope_logs.log_records:
                     attrs = attributes(record.attributes)
                     name = record.event_name or attrs.get("event.name")
+                    if name == EVALUATION:
+                        ref = span_ref(record.trace_id, record.span_id)
+                        at = record.time_unix_nano or record.observed_time_unix_nano
+                        context = {**resource, **self.spans.get((metadata, ref or ""), {})}
+                        evaluations.add(to_evaluation, attrs, context, self.defaults, ref, at)
+                        continue
                     if name not in EVENT_NAMES:
                         LOG_RECORDS.labels("ignored", "not_genai_event").inc()
                         continue
@@ -110,6 +171,7 @@ class Intake:
                     if outcome == "late":
                         rejected["span_already_answered"] += 1
                     LOG_RECORDS.labels(outcome if outcome == "held" else "rejected", outcome).inc()
+        rejected.update(await self._evaluations(evaluations, metadata))
         response = ls.ExportLogsServiceResponse()
         if rejected:
             n, message = partial(rejected)
@@ -120,10 +182,12 @@ class Intake:
     async def traces(self, request: ts.ExportTraceServiceRequest, metadata: Metadata) -> ts.ExportTraceServiceResponse:
         rejected: Tally[str] = Tally()
         waiting: dict[Key, tuple[Span, dict]] = {}
+        evaluations = Evaluations()
         for resource_spans in request.resource_spans:
             resource = attributes(resource_spans.resource.attributes)
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
+                    self._span_evaluations(span, resource, evaluations)
                     if not is_genai(attributes(span.attributes)):
                         SPANS.labels("ignored", "not_genai").inc()
                         continue
@@ -137,12 +201,35 @@ class Intake:
                 await self._submit(model, ordered[start : start + self.settings.max_batch], metadata, rejected)
         for key in seen:  # answered: its log records are no longer needed (kept for a retry until now)
             self.events.finish(key)
+        skipped = await self._evaluations(evaluations, metadata)  # told in the message, not counted as spans
         response = ts.ExportTraceServiceResponse()
-        if rejected:
-            n, message = partial(rejected)
+        if rejected or skipped:
+            n, message = partial(rejected + skipped)
+            n = sum(rejected.values())
             log.info("OTLP traces: %d spans skipped (%s)", n, message)
             response.partial_success.rejected_spans, response.partial_success.error_message = n, message
         return response
+
+    def _span_evaluations(self, span: Span, resource: dict, evaluations: Evaluations) -> None:
+        """A span's gen_ai.evaluation.result events: they evaluate the span they are on."""
+        found = [e for e in span.events if e.name == EVALUATION]
+        if not found:
+            return
+        context = {**_holistic(resource), **attributes(span.attributes)}
+        ref = span_ref(span.trace_id, span.span_id)
+        for e in found:
+            attrs, at = attributes(e.attributes), e.time_unix_nano or span.end_time_unix_nano
+            evaluations.add(to_evaluation, attrs, context, self.defaults, ref, at)
+
+    async def _evaluations(self, evaluations: Evaluations, metadata: Metadata) -> Tally[str]:
+        """Submit the export's evaluation-only predictions (batches of their own); the reasons of those skipped."""
+        rejected = evaluations.rejected
+        for model, preds in evaluations.by_model.items():
+            ordered = list(preds.values())
+            for start in range(0, len(ordered), self.settings.max_batch):
+                chunk = ordered[start : start + self.settings.max_batch]
+                await self._submit(model, chunk, metadata, rejected, EVALUATIONS, evaluation_batch_id)
+        return rejected
 
     async def _predictions(
         self, waiting: dict[Key, tuple[Span, dict]], rejected: Tally[str]
@@ -162,6 +249,7 @@ class Intake:
                     SPANS.labels("unusable", str(exc)).inc()
                 else:
                     by_model.setdefault(p.model, {}).setdefault(p.id, p)  # a span repeated in one request: once
+                    self._remember(key, p)
                 del waiting[key]
             if not waiting:
                 return by_model
@@ -172,23 +260,40 @@ class Intake:
             finally:
                 WAITING.dec(n)
 
-    async def _submit(self, model: str, chunk: list[pb.Prediction], metadata: Metadata, rejected: Tally[str]) -> None:
+    def _remember(self, key: Key, p: pb.Prediction) -> None:
+        ref = span_ref(key[1], key[2])
+        if ref is None:
+            return
+        self.spans[(key[0], ref)] = {"holistic.model": p.model, "holistic.scenario": p.scenario, "holistic.id": p.id}
+        self.spans.move_to_end((key[0], ref))
+        while len(self.spans) > SPANS_KEPT:
+            self.spans.popitem(last=False)
+
+    async def _submit(
+        self,
+        model: str,
+        chunk: list[pb.Prediction],
+        metadata: Metadata,
+        rejected: Tally[str],
+        counted: Counter = SPANS,
+        batch: Callable[[str, list[pb.Prediction]], str] = batch_id,
+    ) -> None:
         """Submit until accepted; predictions the gateway rejects are dropped (and counted), the rest resent."""
         attempts = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.submit_timeout_s
         while chunk:
-            request = es.SubmitPredictionsRequest(batch_id=batch_id(model, chunk), model=model, predictions=chunk)
+            request = es.SubmitPredictionsRequest(batch_id=batch(model, chunk), model=model, predictions=chunk)
             try:
                 reply = await self._submit_call(request, metadata=metadata, timeout=max(deadline - loop.time(), 0.1))
             except grpc.aio.AioRpcError as err:
                 code = err.code()
                 if code == grpc.StatusCode.ALREADY_EXISTS:  # these span ids were accepted before: counted once
-                    SPANS.labels("duplicate", "").inc(len(chunk))
+                    counted.labels("duplicate", "").inc(_events(chunk))
                     BATCHES.labels("duplicate").inc()
                     return
                 if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    chunk = self._drop_rejected(err, chunk, rejected)
+                    chunk = self._drop_rejected(err, chunk, rejected, counted)
                     continue
                 if code in RETRYABLE:
                     attempts += 1
@@ -203,12 +308,12 @@ class Intake:
                     raise Failed(code, f"the gateway: {err.details()}") from None
                 raise Failed(grpc.StatusCode.UNAVAILABLE, f"the gateway: {code.name} {err.details()}") from None
             outcome = "duplicate" if reply.duplicate else "accepted"
-            SPANS.labels(outcome, "").inc(len(chunk))
+            counted.labels(outcome, "").inc(_events(chunk))
             BATCHES.labels(outcome).inc()
             return
 
     def _drop_rejected(
-        self, err: grpc.aio.AioRpcError, chunk: list[pb.Prediction], rejected: Tally[str]
+        self, err: grpc.aio.AioRpcError, chunk: list[pb.Prediction], rejected: Tally[str], counted: Counter = SPANS
     ) -> list[pb.Prediction]:
         violations = getattr(from_rpc_error(err), "violations", [])
         bad: set[int] = set()
@@ -222,8 +327,18 @@ class Intake:
         if not bad:
             bad = set(range(len(chunk)))
         rejected["rejected_by_gateway"] += len(bad)
-        SPANS.labels("rejected", "invalid_argument").inc(len(bad))
+        counted.labels("rejected", "invalid_argument").inc(len(bad))
         return [p for i, p in enumerate(chunk) if i not in bad]
 
     async def close(self) -> None:
         await self.channel.close()
+
+
+def _holistic(attrs: dict) -> dict:
+    """What a resource gives its spans and events: its holistic.* attributes."""
+    return {k: v for k, v in attrs.items() if k.startswith("holistic.")}
+
+
+def _events(chunk: list[pb.Prediction]) -> int:
+    """What a batch counts as: a span each, an evaluation each."""
+    return sum(len(p.evaluations) or 1 for p in chunk)
