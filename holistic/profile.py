@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from holistic import sampling
+from holistic import sampling, segments
 from holistic.families import Axis, Family, FamilyFold, ScenarioAccuracy, ScenarioPart
 from holistic.intervals import mean_of_parts
 from holistic.keys import NEWEST_MINUTE
@@ -46,7 +46,8 @@ def fold_families(
     folded: Mapping[str, Folded], model: str, settings: Settings, families: FamilyLoader = load_family
 ) -> dict[str, FamilyFold]:
     loaded, _ = _loadable(list(folded), families)
-    return {name: fam.fold(folded[name].split_signatures()[0], model, settings) for name, fam in loaded.items()}
+    own = {name: segments.split(folded[name].split_signatures()[0])[0] for name in loaded}
+    return {name: fam.fold(own[name], model, settings) for name, fam in loaded.items()}
 
 
 def build(
@@ -66,9 +67,12 @@ def build(
     profile.compute_time.FromNanoseconds(int(compute_time_s * 1e9))
     loaded, missing = _loadable(sorted(folded), load)
     folds: dict[str, FamilyFold] = {}
+    cells: list[pp.SegmentBreakdown] = []
     for name, fam in loaded.items():
         stats, counts = folded[name].split_signatures()
+        stats, segment_fields = segments.split(stats)
         fold = fam.fold(stats, model, settings)
+        cells.extend(segments.breakdowns(fam, fold, segment_fields, model, settings))
         _stamp(fold.report, fam, counts, (signatures or {}).get(name, {}), fold.fold_options)
         describe = getattr(fam, "describe_axis", None)  # optional: the axis named after what the workers ran
         if describe is not None and fold.report.HasField("signature"):
@@ -100,6 +104,7 @@ def build(
     for name in sorted(folds):
         profile.families.append(folds[name].report)
         profile.groups.extend(folds[name].groups)
+    profile.segments.extend(sorted(cells, key=lambda b: (b.key, b.family)))
     for name in missing:
         profile.families.append(
             pp.FamilyReport(

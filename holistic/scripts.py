@@ -9,7 +9,7 @@ from typing import Any
 LUA_DIR = Path(__file__).parent / "lua"
 NAMES = (
     "ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "submit", "clock",
-    "delete_begin",
+    "delete_begin", "segment_admit",
 )  # fmt: skip
 
 
@@ -46,3 +46,4 @@ class Scripts:
         self.aof_state = client.register_script(source("aof_state"))
         self.submit = client.register_script(source("submit"))
         self.delete_begin = client.register_script(source("delete_begin"))
+        self.segment_admit = client.register_script(source("segment_admit"))

@@ -23,7 +23,7 @@ from typing import Any
 import redis
 
 from holistic import envelope as env_mod
-from holistic import sampling
+from holistic import sampling, segments
 from holistic.families import Family, Partial, as_partial
 from holistic.instances import InstanceStore, StateConflict
 from holistic.keys import Keys
@@ -116,6 +116,7 @@ class Worker:
         self.stopping = threading.Event()
         self._last_recover = 0.0
         ttl, cap = settings.instance_ttl_s, settings.instance_cap
+        self.segments = segments.Admission(client, self.keys, settings.segment_top_k)
         self.instances = InstanceStore(client, self.keys, self.group, ttl, cap, cluster=settings.redis_cluster)
         # (model, redaction) -> this worker's signature: id, bytes
         self._signatures: dict[tuple[str, str], tuple[str, bytes]] = {}
@@ -369,6 +370,7 @@ class Worker:
         if known is not None:
             self._recorded = {k for k in self._recorded if k[0] != model}
             self._newest.pop(model, None)
+            self.segments.forget(model)
         self._tombstones[model] = (through, now)
 
     def _compute(self, queue: WorkQueue, entry_id: str, e: env_mod.Entry) -> Work | object | None:
@@ -381,7 +383,8 @@ class Worker:
                     return _NOT_MINE  # an entry from before the `f` field
                 started = time.perf_counter()
                 scored = sampling.sample(envelope, self.sample_rate)
-                by_minute, partial = as_partial(self.family.compute(scored, self.settings))
+                admit = self.segments.admitter(e.model)
+                by_minute, partial = as_partial(segments.compute(self.family, scored, self.settings, admit))
                 for m in self.middleware:
                     m.after_compute(self, time.perf_counter() - started)
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9

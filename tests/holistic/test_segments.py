@@ -1,0 +1,108 @@
+"""Segments end to end: metadata values -> worker cells -> the profile's per-value main metric, bounded."""
+
+from __future__ import annotations
+
+from statistics import NormalDist, fmean, variance
+
+import pytest
+
+from holistic import segments
+from holistic.errors import ConfigError
+from holistic.keys import Keys
+from holistic.settings import load_settings
+from tests.conftest import drain
+from tests.deletion import traces_of
+from tests.factories import prediction
+
+SEGMENTS = {"segment_keys": ["region"], "segment_top_k": 2, "segment_value_max_chars": 8}
+
+
+def graded(pid: str, correct: bool, region: str | None):
+    p = prediction(pid, output="Paris" if correct else "Rome", latency_s=1.0)
+    if region is not None:
+        p.metadata["region"] = region
+        p.metadata["team"] = "not a segment key"
+    return p
+
+
+# eu 3 of 4 right, us 2 of 3, then with K = 2 apac (1 of 1) and an over-long value (0 of 1) are `other`;
+# one prediction has no region: in the whole only. Whole: 6 of 10.
+FIRST = [graded("a", True, "eu"), graded("b", True, "eu"), graded("c", False, "eu"), graded("e", True, "us")]
+SECOND = [
+    graded("f", False, "us"), graded("g", True, "apac"), graded("d", True, "eu"), graded("j", True, "us"),
+    graded("h", False, None), graded("i", False, "x" * 9),
+]  # fmt: skip
+
+
+def normal_interval(scores: list[int]) -> tuple[float, float]:
+    """exact_match over one scenario: the mean's 95 % normal interval, from the sample variance, in [0, 1]."""
+    half = NormalDist().inv_cdf(0.975) * (variance(scores) / len(scores)) ** 0.5
+    return max(fmean(scores) - half, 0.0), min(fmean(scores) + half, 1.0)
+
+
+def cells(profile, family: str, key: str = "region") -> dict[str, tuple[float, int, float, float, bool]]:
+    (b,) = [b for b in profile.segments if b.family == family and b.key == key]
+    return {
+        v.value: (v.metric.value, v.metric.count, v.metric.interval.lower, v.metric.interval.upper, v.other)
+        for v in b.values
+    }
+
+
+def test_each_value_gets_the_main_metric_with_its_interval_and_later_values_go_to_other(make_gateway, make_worker):
+    gw = make_gateway(**SEGMENTS)
+    worker = make_worker("accuracy", gw.settings)
+    with gw.client() as c:
+        c.submit(FIRST, batch_id="b1", model="m")
+        drain(worker)
+        c.submit(SECOND, batch_id="b2", model="m")
+        drain(worker)
+        p = c.get_profile("m")
+    (b,) = [b for b in p.segments if b.family == "accuracy"]
+    assert (b.key, b.metric, b.lower_is_better) == ("region", "exact_match", False)
+    assert [v.value for v in b.values] == ["eu", "us", "other"]  # by count, `other` last
+    got = cells(p, "accuracy")
+    # eu: mean 0.75, s^2 = 0.25, half = 1.96 * sqrt(0.25 / 4) = 0.49: [0.26, 1]; us: 2/3, s^2 = 1/3: [0.0133, 1]
+    assert got["eu"][2] == pytest.approx(0.75 - 1.959963984540054 * 0.25)
+    for value, scores, other in [("eu", [1, 1, 0, 1], False), ("us", [1, 0, 1], False), ("other", [1, 0], True)]:
+        lo, hi = normal_interval(scores)
+        assert got[value] == pytest.approx((fmean(scores), len(scores), lo, hi, other), abs=1e-9), value
+    whole = next(m for m in next(f for f in p.families if f.family == "accuracy").metrics if m.name == "exact_match")
+    assert (whole.value, whole.count) == (pytest.approx(6 / 10), 10)  # the cells change nothing of the whole
+
+
+def test_a_value_admitted_stays_in_its_cell_and_the_first_k_win_whatever_comes_later(make_gateway, make_worker, r):
+    gw = make_gateway(**SEGMENTS)
+    accuracy, efficiency = make_worker("accuracy", gw.settings), make_worker("efficiency", gw.settings)
+    with gw.client() as c:
+        c.submit(FIRST, batch_id="b1", model="m")
+        drain(accuracy, efficiency)
+        c.submit([graded(f"z{i}", True, "apac") for i in range(20)], batch_id="b2", model="m")  # apac, most by far
+        drain(accuracy, efficiency)
+        p = c.get_profile("m")
+    assert r.smembers(Keys().segment_values("m", "region")) == {b"eu", b"us"}
+    assert set(cells(p, "accuracy")) == set(cells(p, "efficiency")) == {"eu", "us", "other"}
+    assert cells(p, "accuracy")["other"][:2] == (1.0, 20)
+
+
+def test_segment_keys_past_the_cap_are_a_config_error_naming_the_setting():
+    with pytest.raises(ConfigError, match=r"SEGMENT_KEYS names 3 keys; at most 2 \(HOLISTIC_SEGMENT_MAX_KEYS\)"):
+        load_settings(segment_keys="a,b,c", segment_max_keys=2)
+    with pytest.raises(ConfigError, match="HOLISTIC_SEGMENT_KEYS"):
+        load_settings(segment_keys="region,bad key")
+    assert load_settings(segment_keys="region, app_version,region").segment_keys == ["region", "app_version"]
+
+
+def test_deleting_the_model_removes_its_segment_keys(make_gateway, make_worker, r):
+    gw = make_gateway(**SEGMENTS)
+    with gw.client() as c:
+        c.submit(FIRST, batch_id="b1", model="m")
+        drain(make_worker("accuracy", gw.settings))
+        assert r.exists(Keys().segment_values("m", "region"))
+        c.delete_model("m")
+    assert traces_of(r, "m") == []
+
+
+@pytest.mark.parametrize("value", ["eu", "a|b", "100%", "%7C", ""])
+def test_any_value_survives_as_a_field_part(value):
+    assert segments.cell_value(segments.cell_part(value)) == value
+    assert "|" not in segments.cell_part(value)
