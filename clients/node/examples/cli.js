@@ -42,6 +42,15 @@ function show(profile) {
     const value = d.score === undefined ? `— ${d.absentReason}` : d.score.toFixed(3);
     console.log(`  ${axis(d.kind).padEnd(12)} ${value}${rate === undefined ? "" : ` sampled ${Number((rate * 100).toPrecision(3))} %`}`);
   }
+  // per segment key (HOLISTIC_SEGMENT_KEYS) and family: its main metric per value, `other` last
+  for (const b of profile.segments) {
+    console.log(`  segment ${b.key}: ${b.family} ${b.metric}${b.lowerIsBetter ? " (lower is better)" : ""}`);
+    for (const v of b.values) {
+      const m = v.metric;
+      const iv = m.interval ? ` 95% ${m.interval.lower.toFixed(3)}–${m.interval.upper.toFixed(3)}` : "";
+      console.log(`    ${(v.other ? "(other)" : v.value).padEnd(16)} ${m.value.toFixed(3)}${iv} n=${m.count}`);
+    }
+  }
 }
 
 function removed(what, reply) {
