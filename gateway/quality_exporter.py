@@ -6,7 +6,8 @@ HOLISTIC_QUALITY_REFRESH_S, off the scrape path: a scrape returns the last snaps
 also gets the window of equal length just before it (period="previous"), which is what the
 "significantly worse than the previous window" alert compares against. The series are bounded by
 the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods × (axes × 4 +
-the picked metrics × 4 + 1).
+the picked metrics × 4 + segment cells × 4 + 1), segment cells at most families × HOLISTIC_SEGMENT_MAX_KEYS ×
+(HOLISTIC_SEGMENT_TOP_K + 1).
 """
 
 from __future__ import annotations
