@@ -25,7 +25,8 @@ from holistic.v1 import profile_pb2 as pp
 AXIS_LABELS = ("tenant", "model", "axis", "window", "period")
 METRIC_LABELS = ("tenant", "model", "family", "metric", "window", "period")
 PROFILE_LABELS = ("tenant", "model", "window", "period")
-SEGMENT_LABELS = ("tenant", "model", "family", "metric", "segment_key", "segment_value", "window", "period")
+# better: "higher" or "lower" (the metric's direction, so one alert rule covers both)
+SEGMENT_LABELS = ("tenant", "model", "family", "metric", "segment_key", "segment_value", "better", "window", "period")
 OTHER_VALUE = "(other)"  # the segment_value of a key's other cell
 EVIDENCE_LABELS = ("tenant", "model", "axis")
 
@@ -172,7 +173,9 @@ class QualitySeries:
         for b in profile.segments:
             for v in b.values:
                 m = v.metric
-                labels = [*base, b.family, b.metric, b.key, OTHER_VALUE if v.other else v.value, window, period]
+                value = OTHER_VALUE if v.other else v.value
+                better = "lower" if b.lower_is_better else "higher"
+                labels = [*base, b.family, b.metric, b.key, value, better, window, period]
                 self.segment_value.add_metric(labels, m.value)
                 self.segment_samples.add_metric(labels, m.count)
                 if m.HasField("interval"):

@@ -210,7 +210,7 @@ def test_each_segment_value_is_a_series_of_the_main_metric_and_later_values_shar
     finally:
         exporter.stop()
     base = {"tenant": "default", "model": "alpha", "family": "accuracy", "metric": "exact_match",
-            "segment_key": "region", "window": "all", "period": "current"}  # fmt: skip
+            "segment_key": "region", "better": "higher", "window": "all", "period": "current"}  # fmt: skip
     series = {dict(k[1])["segment_value"]: v for k, v in got.items() if k[0] == "holistic_quality_segment"}
     assert series == {"eu": 0.75, "us": 0.5, "(other)": 1.0}
     assert got[("holistic_quality_segment_samples", labels(segment_value="eu", **base))] == 4
