@@ -67,7 +67,7 @@ def compute(family: Family, envelope: BatchEnvelope, settings: Settings, admit: 
         for k, v in zip(keys, values, strict=True):
             if v is not None and len(v) <= longest:
                 asked[k][v] = None
-    if not any(asked.values()) and all(v is None for row in raw for v in row):
+    if all(v is None for row in raw for v in row):
         return family.compute(envelope, settings)
     admitted = admit({k: list(vs) for k, vs in asked.items() if vs})
     parts: dict[tuple[str | None, ...], list[int]] = {}
