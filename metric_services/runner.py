@@ -395,6 +395,8 @@ class Worker:
                     entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream,
                     per_minute, redaction=envelope.redaction,
                 )  # fmt: skip
+            except (redis.ConnectionError, redis.TimeoutError):  # Redis (segment admission), not the batch: the
+                raise  # entry stays pending and the loop retries
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
         name = type(last).__name__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from statistics import NormalDist, fmean, variance
 
 import pytest
@@ -106,3 +107,27 @@ def test_deleting_the_model_removes_its_segment_keys(make_gateway, make_worker, 
 def test_any_value_survives_as_a_field_part(value):
     assert segments.cell_value(segments.cell_part(value)) == value
     assert "|" not in segments.cell_part(value)
+
+
+def test_redis_failing_during_admission_leaves_the_batch_pending_not_dead_lettered(make_gateway, make_worker, r):
+    import redis as redis_lib
+
+    gw = make_gateway(**SEGMENTS)
+    worker = make_worker("accuracy", gw.settings)
+    script = worker.segments.script
+
+    def down(*args, **kwargs):
+        raise redis_lib.ConnectionError("Redis went away")
+
+    worker.segments.script = down
+    with gw.client() as c:
+        c.submit(FIRST, batch_id="b1", model="m")
+        with pytest.raises(redis_lib.ConnectionError):  # out to the loop, which waits and retries
+            worker.step(block_ms=1)
+        worker.segments.script = script
+        time.sleep(0.3)  # past HOLISTIC_CLAIM_IDLE_MS (200 here): the pending entry is read again
+        worker.recover()
+        drain(worker)
+        p = c.get_profile("m")
+    assert r.xlen(Keys().dead_letters) == 0
+    assert cells(p, "accuracy")["eu"][:2] == (pytest.approx(2 / 3), 3)
