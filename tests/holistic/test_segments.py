@@ -131,3 +131,18 @@ def test_redis_failing_during_admission_leaves_the_batch_pending_not_dead_letter
         p = c.get_profile("m")
     assert r.xlen(Keys().dead_letters) == 0
     assert cells(p, "accuracy")["eu"][:2] == (pytest.approx(2 / 3), 3)
+
+
+def test_a_worker_asks_redis_only_about_values_it_has_not_seen_while_the_key_has_room(r):
+    admission = segments.Admission(r, Keys(), top_k=2)
+    calls = []
+    script = admission.script
+    admission.script = lambda keys, args: calls.append(args) or script(keys=keys, args=args)
+    assert admission.admit("m", {"region": ["eu"]}) == {"region": {"eu"}}
+    assert admission.admit("m", {"region": ["eu"]}) == {"region": {"eu"}}  # known: no call
+    assert admission.admit("m", {"region": ["us", "apac"]}) == {"region": {"eu", "us"}}  # apac refused: full
+    assert admission.admit("m", {"region": ["jp", "eu"]}) == {"region": {"eu", "us"}}  # full: no call
+    assert calls == [[2, 1, "eu"], [2, 2, "us", "apac"]]
+    admission.forget("m")  # after a deletion: ask again
+    r.delete(Keys().segment_values("m", "region"))
+    assert admission.admit("m", {"region": ["jp"]}) == {"region": {"jp"}}
