@@ -221,7 +221,8 @@ def breakdowns(
             sv = pp.SegmentValue(value=OTHER_LABEL if value is None else value, other=value is None)
             sv.metric.CopyFrom(m)
             values.append(sv)
-        values.sort(key=lambda v: (v.other, -v.metric.count, v.value))
-        b.values.extend(values)
-        out.append(b)
+        if values:  # none when no cell's predictions give the metric (e.g. only the whole has a perturbation pair)
+            values.sort(key=lambda v: (v.other, -v.metric.count, v.value))
+            b.values.extend(values)
+            out.append(b)
     return out

@@ -146,3 +146,35 @@ def test_a_worker_asks_redis_only_about_values_it_has_not_seen_while_the_key_has
     admission.forget("m")  # after a deletion: ask again
     r.delete(Keys().segment_values("m", "region"))
     assert admission.admit("m", {"region": ["jp"]}) == {"region": {"jp"}}
+
+
+def test_every_installed_family_folds_its_cells_of_the_demo_and_each_cell_adds_up(make_gateway, make_worker):
+    """The demo's predictions (every task, perturbations, rankings, summaries) with a tier on each, K = 2 of 3:
+    every family's cells fold, and a family's cells hold no more predictions than it scored."""
+    from holistic.registry import installed
+    from holistic_app.demo import SAMPLE
+    from holistic_client.jsonl import read_predictions
+
+    gw = make_gateway(segment_keys=["tier"], segment_top_k=2)
+    lines = list(read_predictions(SAMPLE))[:1200]
+    for i, line in enumerate(lines):
+        line.prediction.metadata["tier"] = ("free", "pro", "team")[i % 3]
+    with gw.client() as c:
+        assert not c.submit_lines(iter(lines), batch_size=200).rejected
+        drain(*(make_worker(name, gw.settings) for name in installed()))
+        profiles = [c.get_profile(m) for m in sorted({line.model for line in lines})]
+    shown: dict[str, set[str]] = {}
+    for p in profiles:
+        whole = {(f.family, m.name): m for f in p.families for m in f.metrics}
+        for b in p.segments:
+            shown.setdefault(b.family, set()).add(b.metric)
+            assert b.key == "tier" and b.values and all(v.metric.count > 0 for v in b.values)
+            assert [v.value for v in b.values if v.other] in ([], ["other"])
+            if b.family == "accuracy":  # every prediction has a tier: the cells split the whole's predictions
+                assert sum(v.metric.count for v in b.values) == whole[("accuracy", b.metric)].count
+    # robustness, fairness and retrieval make their main metrics from instances joined across batches: no cells
+    assert shown == {
+        "accuracy": {"exact_match"}, "calibration": {"ece_10_bin"}, "efficiency": {"latency_p50"},
+        "summarization": {"rouge_2"}, "toxicity": {"toxic_frac"},
+        "bias": {"bias_metric:mode=representation,demographic_category=gender"},
+    }  # fmt: skip
