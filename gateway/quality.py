@@ -5,7 +5,9 @@ axis, its score, its 95 % interval bounds and its sample count, and, per family,
 picked or the family declares as exported (with their bounds and counts). An absent axis gives no
 series at all, never a 0, so alerts on it stay silent rather than fire. Labels: tenant, model,
 window ("1h", ...), period ("current" or "previous") and axis (the name the profile carries, a
-plugin family's own axis included), or family and metric.
+plugin family's own axis included), or family and metric; per segment cell (docs/segments.md), each
+family's main metric with family, metric, segment_key and segment_value ("(other)" for the other cell):
+at most HOLISTIC_SEGMENT_MAX_KEYS × (HOLISTIC_SEGMENT_TOP_K + 1) values per family.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from holistic.v1 import profile_pb2 as pp
 AXIS_LABELS = ("tenant", "model", "axis", "window", "period")
 METRIC_LABELS = ("tenant", "model", "family", "metric", "window", "period")
 PROFILE_LABELS = ("tenant", "model", "window", "period")
+# better: "higher" or "lower" (the metric's direction, so one alert rule covers both)
+SEGMENT_LABELS = ("tenant", "model", "family", "metric", "segment_key", "segment_value", "better", "window", "period")
+OTHER_VALUE = "(other)"  # the segment_value of a key's other cell
 EVIDENCE_LABELS = ("tenant", "model", "axis")
 BASELINE_EVIDENCE_LABELS = ("tenant", "model", "baseline", "axis")
 
@@ -81,6 +86,28 @@ class QualitySeries:
             "holistic_quality_metric_samples", "Samples behind the metric.", labels=METRIC_LABELS
         )
     )
+    segment_value: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_segment",
+            "A family's main metric over one segment value's predictions.",
+            labels=SEGMENT_LABELS,
+        )
+    )
+    segment_lower: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_segment_lower", "Lower bound of the segment metric's interval.", labels=SEGMENT_LABELS
+        )
+    )
+    segment_upper: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_segment_upper", "Upper bound of the segment metric's interval.", labels=SEGMENT_LABELS
+        )
+    )
+    segment_samples: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_segment_samples", "Samples behind the segment metric.", labels=SEGMENT_LABELS
+        )
+    )
     predictions: GaugeMetricFamily = field(
         default_factory=lambda: GaugeMetricFamily(
             "holistic_quality_window_predictions",
@@ -111,8 +138,8 @@ class QualitySeries:
     def families(self) -> list[Metric]:
         return [
             self.axis_score, self.axis_lower, self.axis_upper, self.axis_samples, self.metric_value,
-            self.metric_lower, self.metric_upper, self.metric_samples, self.predictions, self.alert_evidence,
-            self.baseline_evidence,
+            self.metric_lower, self.metric_upper, self.metric_samples, self.segment_value, self.segment_lower,
+            self.segment_upper, self.segment_samples, self.predictions, self.alert_evidence, self.baseline_evidence,
         ]  # fmt: skip
 
     def add_evidence(self, profile: pp.Profile, tenant: str, floors: Mapping[str, float]) -> None:
@@ -164,6 +191,17 @@ class QualitySeries:
                 if m.HasField("interval"):
                     self.metric_lower.add_metric(labels, m.interval.lower)
                     self.metric_upper.add_metric(labels, m.interval.upper)
+        for b in profile.segments:
+            for v in b.values:
+                m = v.metric
+                value = OTHER_VALUE if v.other else v.value
+                better = "lower" if b.lower_is_better else "higher"
+                labels = [*base, b.family, b.metric, b.key, value, better, window, period]
+                self.segment_value.add_metric(labels, m.value)
+                self.segment_samples.add_metric(labels, m.count)
+                if m.HasField("interval"):
+                    self.segment_lower.add_metric(labels, m.interval.lower)
+                    self.segment_upper.add_metric(labels, m.interval.upper)
 
 
 def picked(metrics: Iterable[pp.Metric], wanted: set[str]) -> Iterable[pp.Metric]:

@@ -6,8 +6,9 @@ HOLISTIC_QUALITY_REFRESH_S, off the scrape path: a scrape returns the last snaps
 also gets the window of equal length just before it (period="previous"), which is what the
 "significantly worse than the previous window" alert compares against. The series are bounded by
 the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods × (axes × 4 +
-the picked metrics × 4 + 1), plus the evidence series: axes per model with floors, axes per pinned
-pair of HOLISTIC_QUALITY_BASELINES.
+the picked metrics × 4 + segment cells × 4 + 1), segment cells at most families × HOLISTIC_SEGMENT_MAX_KEYS ×
+(HOLISTIC_SEGMENT_TOP_K + 1), plus the evidence series: axes per model with floors, axes per pinned pair of
+HOLISTIC_QUALITY_BASELINES.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from holistic.families import registry
 from holistic.process.run_state import DATA_DIR
 
 # what HOLISTIC_REDACT=on can replace (Presidio's pattern recognizers' entity names)
+# a segment key: it becomes part of Redis key and statistics field names (holistic/stats/segments.py)
+SEGMENT_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 REDACT_ENTITIES = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS")
 
 
@@ -231,10 +233,30 @@ class Settings(BaseSettings):
     max_group_keys: int = Field(default=16, ge=1, description="Distinct `groups` keys per model (ingest).")
     max_group_values: int = Field(default=64, ge=1, description="Distinct values per `groups` key per model.")
 
+    # --- Segments (docs/segments.md) ------------------------------------------------------------
+    segment_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="`metadata` keys, comma separated (e.g. region,app_version): each family's main metric is "
+        "broken down by each key's values. At most HOLISTIC_SEGMENT_MAX_KEYS. Empty: no segments.",
+    )
+    segment_max_keys: int = Field(
+        default=4, ge=1, le=16, description="The most HOLISTIC_SEGMENT_KEYS may name (each multiplies the statistics)."
+    )
+    segment_top_k: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="Values per segment key per model that get a cell of their own, first come first admitted; "
+        "later values are counted in the key's `other` cell.",
+    )
+    segment_value_max_chars: int = Field(
+        default=64, ge=1, le=256, description="A longer segment value is never admitted: it counts in `other`."
+    )
+
     # --- Testing ---------------------------------------------------------------------------
     faults: str = Field(default="", description="Fault injection for crash tests; see metric_services/fault_plan.py.")
 
-    @field_validator("families", "worker_shards", "redact_entities", mode="before")
+    @field_validator("families", "worker_shards", "redact_entities", "segment_keys", mode="before")
     @classmethod
     def _csv(cls, value: Any) -> Any:
         return _split_csv(value)
@@ -283,8 +305,21 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} must name only {{entity}}: {exc}") from None
         return value
 
+    @field_validator("segment_keys")
+    @classmethod
+    def _segment_names(cls, value: list[str]) -> list[str]:
+        bad = [k for k in value if not SEGMENT_KEY.fullmatch(k)]
+        if bad:
+            raise ValueError(f"keys {bad} are not names of 1 to 64 letters, digits, '_', '-' or '.'")
+        return list(dict.fromkeys(value))
+
     @model_validator(mode="after")
     def _pairs(self) -> Settings:
+        if len(self.segment_keys) > self.segment_max_keys:
+            raise ValueError(
+                f"HOLISTIC_SEGMENT_KEYS names {len(self.segment_keys)} keys; at most {self.segment_max_keys} "
+                "(HOLISTIC_SEGMENT_MAX_KEYS): each key multiplies every family's statistics"
+            )
         bad = [n for n in self.worker_shards if not 0 <= n < self.queue_shards]
         if bad:
             raise ValueError(f"HOLISTIC_WORKER_SHARDS {bad}: shards are 0..{self.queue_shards - 1}")

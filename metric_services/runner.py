@@ -33,6 +33,7 @@ from holistic.queue.work import WorkQueue
 from holistic.redis.connection import RETRYABLE
 from holistic.redis.keys import Keys
 from holistic.settings import Settings
+from holistic.stats import segments
 from holistic.stats.instances import InstanceStore, StateConflict
 from holistic.stats.mergeable import Stats
 from holistic.tenancy.retention import RetentionStore
@@ -127,6 +128,7 @@ class Worker:
         self._last_recover = 0.0
         self.retention = RetentionStore(settings)
         ttl, cap = settings.instance_ttl_s, settings.instance_cap
+        self.segments = segments.Admission(client, self.keys, settings.segment_top_k)
         self.instances = InstanceStore(
             client, self.keys, self.group, ttl, cap, cluster=settings.redis_cluster, ttl_of=self._instance_ttl
         )
@@ -386,6 +388,7 @@ class Worker:
         if known is not None:
             self._recorded = {k for k in self._recorded if k[0] != model}
             self._newest.pop(model, None)
+            self.segments.forget(model)
         self._tombstones[model] = (through, now)
 
     def _compute(self, queue: WorkQueue, entry_id: str, e: env_mod.Entry) -> Work | object | None:
@@ -397,7 +400,11 @@ class Worker:
                 if e.families is None and envelope.families and self.group not in envelope.families:
                     return _NOT_MINE  # an entry from before the `f` field
                 started = time.perf_counter()
-                by_minute, partial = sampling.compute(self.family, envelope, self.settings, self.sample_rates)
+                admit = self.segments.admitter(e.model)
+                by_minute, partial = sampling.compute(
+                    self.family, envelope, self.settings, self.sample_rates,
+                    compute=lambda part, st, admit=admit: segments.compute(self.family, part, st, admit),
+                )  # fmt: skip
                 for m in self.middleware:
                     m.after_compute(self, time.perf_counter() - started)
                 accept_s = envelope.accept_time.seconds + envelope.accept_time.nanos * 1e-9
@@ -409,6 +416,8 @@ class Worker:
                     per_minute, redaction=envelope.redaction,
                     evaluations=self._evaluations(envelope, e.model, accept_s),
                 )  # fmt: skip
+            except (redis.ConnectionError, redis.TimeoutError):  # Redis (segment admission), not the batch: the
+                raise  # entry stays pending and the loop retries
             except Exception as exc:  # a family bug or a poison batch: retried, then dead-lettered
                 last = exc
         name = type(last).__name__

@@ -155,3 +155,25 @@ def test_a_worker_started_later_scores_from_then_on(plugin, make_gateway, make_w
     assert report.count == 4  # only the batch accepted after its worker started
     assert next(f for f in profile.families if f.family == "accuracy").count == 8
     assert profile.dimensions[-1].axis == "hallucination" and profile.dimensions[-1].score == pytest.approx(2 / 3)
+
+
+def test_an_installed_plugin_gets_segments_without_a_line_of_code_for_them(plugin, make_gateway, make_worker):
+    """p1, p2 (eu) state numbers they were given: 2 of 2 grounded; p3 (us) does not: 0 of 1; p4 (us) is skipped."""
+    from scipy.stats import binomtest
+
+    gw = make_gateway(families="hallucination", segment_keys=["region"])
+    preds = predictions("s")
+    for p, region in zip(preds, ("eu", "eu", "us", "us"), strict=True):
+        p.metadata["region"] = region
+    with gw.client() as client:
+        client.submit(preds, batch_id="b1", model="m")
+        drain(make_worker("hallucination", gw.settings))
+        profile = client.get_profile("m")
+    (b,) = profile.segments
+    assert (b.key, b.family, b.metric) == ("region", "hallucination", "grounded_numbers")
+    got = {
+        v.value: (v.metric.value, v.metric.count, v.metric.interval.lower, v.metric.interval.upper) for v in b.values
+    }
+    for value, (k, n) in {"eu": (2, 2), "us": (0, 1)}.items():
+        ci = binomtest(k, n).proportion_ci(0.95, method="wilson")
+        assert got[value] == pytest.approx((k / n, n, ci.low, ci.high), abs=1e-9), value

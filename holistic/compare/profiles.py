@@ -23,8 +23,10 @@ ABS_TOLERANCE = 1e-9  # an absolute move this small is no move (floating-point d
 
 @dataclass(frozen=True)
 class Change:
-    name: str  # "accuracy" for an axis, "efficiency/latency_p90" for a family's metric
-    kind: str  # "dimension" or "metric"
+    # "accuracy" for an axis, "efficiency/latency_p90" for a family's metric, "accuracy/exact_match[region=eu]"
+    # for a segment's cell
+    name: str
+    kind: str  # "dimension", "metric" or "segment"
     before: float | None
     after: float | None
     delta: float | None
@@ -117,7 +119,26 @@ def compare(
             name = f"{f.family}/{m.name}"
             changes.append(_move(name, "metric", p_m.value, m.value, intervals, direction, moved, why))
             tests.append(significance.difference(p_m, m) if direction else None)  # tokens: no better or worse to test
+    before_cells = {segment_cell(b, v): v.metric for b in previous.segments for v in b.values}
+    for b in current.segments:  # a segment's cell is one more metric, tested like the others
+        for v in b.values:
+            name = segment_cell(b, v)
+            p_m = before_cells.get(name)
+            if p_m is None:
+                continue
+            m = v.metric
+            direction = -1 if b.lower_is_better else 0 if m.unit else 1
+            moved = abs(m.value - p_m.value) / max(abs(p_m.value), 1e-12) >= min_relative_change
+            why = f"moved by at least {min_relative_change:.0%}"
+            changes.append(_move(name, "segment", p_m.value, m.value, (_interval(p_m), _interval(m)), direction,
+                                 moved, why))  # fmt: skip
+            tests.append(significance.difference(p_m, m) if direction else None)
     return _with_tests(changes, tests)
+
+
+def segment_cell(b: pp.SegmentBreakdown, v: pp.SegmentValue) -> str:
+    """A segment cell's name: "accuracy/exact_match[region=eu]"; the other cell "[region=(other)]"."""
+    return f"{b.family}/{b.metric}[{b.key}={'(other)' if v.other else v.value}]"
 
 
 def _with_tests(changes: list[Change], tests: list[significance.Test | None]) -> list[Change]:

@@ -30,7 +30,7 @@ the signature ("scenario_sample_rates").
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -184,17 +184,23 @@ def by_rate(envelope: BatchEnvelope, rates: Rates) -> dict[float, BatchEnvelope]
 
 
 def compute(
-    family: Family, envelope: BatchEnvelope, settings: Settings, rates: Rates
+    family: Family,
+    envelope: BatchEnvelope,
+    settings: Settings,
+    rates: Rates,
+    compute: Callable[[BatchEnvelope, Settings], dict[int, Stats] | Partial] | None = None,
 ) -> tuple[dict[int, Stats], Partial | None]:
     """The family's statistics of the batch's sample: each rate's predictions computed apart, a scenario
-    rate's fields under its prefix (the family rate's as ever), instance rows together."""
+    rate's fields under its prefix (the family rate's as ever), instance rows together. `compute`: what
+    computes one part (the runner's adds the segment cells), `family.compute` by default."""
+    compute = compute or family.compute
     parts = by_rate(envelope, rates)
     if len(parts) == 1:
-        return as_partial(family.compute(parts[rates.family], settings))
+        return as_partial(compute(parts[rates.family], settings))
     total: dict[int, Stats] = {}
     spec, rows = None, []
     for rate, part in parts.items():
-        by_minute, partial = as_partial(family.compute(part, settings))
+        by_minute, partial = as_partial(compute(part, settings))
         for minute, st in by_minute.items():
             total.setdefault(minute, Stats()).merge(st if rate == rates.family else prefixed(st, rate))
         if partial is not None:

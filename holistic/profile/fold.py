@@ -15,6 +15,7 @@ from holistic.families.registry import installed, load_family
 from holistic.families.signature import make_signature
 from holistic.redis.keys import NEWEST_MINUTE
 from holistic.settings import Settings
+from holistic.stats import segments
 from holistic.stats.intervals import mean_of_parts
 from holistic.stats.mergeable import Folded
 from holistic.v1 import profile_pb2 as pp
@@ -45,7 +46,8 @@ def fold_families(
     folded: Mapping[str, Folded], model: str, settings: Settings, families: FamilyLoader = load_family
 ) -> dict[str, FamilyFold]:
     loaded, _ = _loadable(list(folded), families)
-    return {name: fam.fold(folded[name].split_signatures()[0], model, settings) for name, fam in loaded.items()}
+    own = {name: segments.split(folded[name].split_signatures()[0])[0] for name in loaded}
+    return {name: fam.fold(own[name], model, settings) for name, fam in loaded.items()}
 
 
 def build(
@@ -66,10 +68,15 @@ def build(
     loaded, missing = _loadable(sorted(folded), load)
     folds: dict[str, FamilyFold] = {}
     rates: dict[str, dict[str, float]] = {}  # per sampled family, its scenarios' rates below 1
+    cells: list[pp.SegmentBreakdown] = []
     for name, fam in loaded.items():
         stats, counts = folded[name].split_signatures()
+        stats, segment_fields = segments.split(stats)
         main, by_rate = sampling.split_groups(stats)
+        by_rate = {r: segments.split(g)[0] for r, g in by_rate.items()}  # a rate group's cells are not shown
         fold = fam.fold(main, model, settings)
+        if not by_rate:  # cells of scenarios sampled at their own rates would need their weights: none shown
+            cells.extend(segments.breakdowns(fam, fold, segment_fields, model, settings))
         _stamp(fold.report, fam, counts, (signatures or {}).get(name, {}), fold.fold_options)
         family_rate = fold.report.sample_rate if fold.report.HasField("sample_rate") else 1.0
         groups = [(family_rate, fold)] + [(r, fam.fold(g, model, settings)) for r, g in sorted(by_rate.items())]
@@ -111,6 +118,7 @@ def build(
     for name in sorted(folds):
         profile.families.append(folds[name].report)
         profile.groups.extend(folds[name].groups)
+    profile.segments.extend(sorted(cells, key=lambda b: (b.key, b.family)))
     for name in missing:
         profile.families.append(
             pp.FamilyReport(

@@ -119,6 +119,11 @@ class Keys:
         """SET: the distinct values of one `groups` key (capped at ingest)."""
         return f"{self._model(model)}:groups:{key}"
 
+    def segment_values(self, model: str, key: str) -> str:
+        """SET: the values of one segment key (HOLISTIC_SEGMENT_KEYS) admitted to a cell of their own, at most
+        HOLISTIC_SEGMENT_TOP_K, first come first admitted (holistic/redis/lua/segment_admit.lua)."""
+        return f"{self._model(model)}:seg:{key}"
+
     def updates(self, model: str) -> str:
         """STREAM (capped, no group): one entry per applied batch, for WatchProfile."""
         return f"{self._model(model)}:updates"

@@ -9,7 +9,7 @@ from typing import Any
 LUA_DIR = Path(__file__).parent / "lua"
 NAMES = (
     "ingest", "mark_queued", "apply", "deadletter", "replay", "rate", "groups", "aof_state", "submit", "clock",
-    "delete_begin", "retention_record",
+    "delete_begin", "retention_record", "segment_admit",
 )  # fmt: skip
 
 
@@ -47,3 +47,4 @@ class Scripts:
         self.submit = client.register_script(source("submit"))
         self.delete_begin = client.register_script(source("delete_begin"))
         self.retention_record = client.register_script(source("retention_record"))
+        self.segment_admit = client.register_script(source("segment_admit"))

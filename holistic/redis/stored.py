@@ -102,6 +102,10 @@ INVENTORY: tuple[Stored, ...] = (
            "the gateway (group_caps.lua)", "for as long as the service runs"),
     Stored("group_values", ("<model>", "<key>"), "set", "the distinct values of one `groups` key", DERIVED,
            "the gateway (group_caps.lua)", "for as long as the service runs"),
+    Stored("segment_values", ("<model>", "<key>"), "set", "the values of one segment key (a `metadata` key named "
+           "in HOLISTIC_SEGMENT_KEYS) that have a cell of their own, first come, at most HOLISTIC_SEGMENT_TOP_K; "
+           "metadata values as submitted, each at most HOLISTIC_SEGMENT_VALUE_MAX_CHARS", DERIVED,
+           "workers (segment_admit.lua)", "for as long as the service runs"),
     Stored("updates", ("<model>",), "stream", "one entry per applied batch (family, sequence, count): what "
            "WatchProfile wakes on", DERIVED, "workers (apply.lua)", "capped (XADD MAXLEN ~)"),
     Stored("deleted", ("<model>",), "string", "a deleted model's tombstone: its last batch sequence number (no worker "

@@ -77,7 +77,7 @@ def test_report_from_the_gateway_opens_offline_in_chromium(gateway, make_worker,
     assert by_model["m-a"]["calibration"] == "pending 4"  # deployed, its worker has not run: accepted, not applied
     for model in ("m-a", "m-b"):
         panels = js(f"return [...document.querySelectorAll('#model-{model} .panel h3')].map((h) => h.textContent)")
-        assert panels == ["axes", "groups", "reliability", "robustness", "fairness", "toxicity", "bias",
+        assert panels == ["axes", "groups", "segments", "reliability", "robustness", "fairness", "toxicity", "bias",
                           "summarization", "signatures"]  # fmt: skip
     notes = js("return document.querySelector('#m-a-axes').textContent")
     assert "calibration is absent:" in notes

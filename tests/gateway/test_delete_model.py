@@ -273,11 +273,11 @@ def test_after_the_demo_nothing_of_a_deleted_model_is_left_in_any_key_family(mak
     """The demo's predictions (every task, perturbations and their instance state, groups, rankings, summaries)
     scored by every installed family, one of its models dead-lettered once; the model deleted: the answer names
     every key family that holds a model's data, and a walk of every key finds nothing of it."""
-    gw = make_gateway()
+    gw = make_gateway(segment_keys=["region_server"])
     lines = [line for line in read_predictions(SAMPLE)][:1500]
     with gw.client() as c:
         assert not c.submit_lines(iter(lines), batch_size=250).rejected
-        drain(*(make_worker(name) for name in installed()))
+        drain(*(make_worker(name, gw.settings) for name in installed()))
         c.submit(preds("late", 1), batch_id="late", model="atlas-70b")  # read by accuracy, then dead-lettered
         ((_, [(entry, _)]),) = r.xreadgroup("accuracy", "test", {Keys().stream: ">"}, count=1)
         assert WorkQueue(r, Keys()).deadletter("accuracy", entry.decode(), 1, "a test's dead letter")

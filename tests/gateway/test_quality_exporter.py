@@ -277,3 +277,30 @@ def test_a_changed_cell_sends_one_evaluation_event_an_unchanged_one_none(scored,
     finally:
         exporter.stop()
         collector.stop()
+
+
+def test_each_segment_value_is_a_series_of_the_main_metric_and_later_values_share_other(make_gateway, make_worker):
+    """K = 2: eu (3 of 4 right) and us (1 of 2) have their own series; apac and jp (2 of 2) share `(other)`."""
+    from tests.conftest import drain
+
+    gw = make_gateway(families=["accuracy"], segment_keys=["region"], segment_top_k=2)
+    preds = [prediction(f"p{i}", output="Rome" if i in (2, 5) else "Paris") for i in range(8)]
+    for p, region in zip(preds, ["eu", "eu", "eu", "eu", "us", "us", "apac", "jp"], strict=True):
+        p.metadata["region"] = region
+    with gw.client() as c:
+        c.submit(preds, model="alpha")
+        drain(make_worker("accuracy", gw.settings))
+        profile = c.get_profile("alpha", "all")
+    exporter = ExporterThread(gw.settings, load_quality_settings(models=["alpha"], windows=["all"], refresh_s=3600))
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    base = {"tenant": "default", "model": "alpha", "family": "accuracy", "metric": "exact_match",
+            "segment_key": "region", "better": "higher", "window": "all", "period": "current"}  # fmt: skip
+    series = {dict(k[1])["segment_value"]: v for k, v in got.items() if k[0] == "holistic_quality_segment"}
+    assert series == {"eu": 0.75, "us": 0.5, "(other)": 1.0}
+    assert got[("holistic_quality_segment_samples", labels(segment_value="eu", **base))] == 4
+    eu = next(v.metric for b in profile.segments for v in b.values if v.value == "eu")
+    assert got[("holistic_quality_segment_lower", labels(segment_value="eu", **base))] == eu.interval.lower
+    assert got[("holistic_quality_segment_upper", labels(segment_value="eu", **base))] == eu.interval.upper

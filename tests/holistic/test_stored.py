@@ -41,14 +41,15 @@ def test_rows_match_what_they_describe_and_nothing_else():
 
 def test_a_walk_of_redis_after_the_demo_finds_only_described_keys(make_gateway, make_worker, r: redis.Redis):
     """The demo's predictions (every task, perturbations, groups, rankings, summaries) through a gateway
-    with two tenants and every installed family, a dead letter and a memo lease; then SCAN every key."""
-    gw = make_gateway(tokens=f"team-a:sha256:{hash_token(TOKEN)},{'default-token'}", tenant_predictions_per_s=10**6)
+    with two tenants and every installed family, segments, a dead letter and a memo lease; then SCAN every key."""
+    tokens = f"team-a:sha256:{hash_token(TOKEN)},{'default-token'}"
+    gw = make_gateway(tokens=tokens, tenant_predictions_per_s=10**6, segment_keys=["region_server"])
     lines = [line for line in read_predictions(SAMPLE)][:1500]
     with gw.client("default-token") as default, gw.client(TOKEN) as team:
         report = default.submit_lines(iter(lines), batch_size=250)
         assert not report.rejected
         team.submit_lines(iter(lines[:100]), batch_size=100)
-    workers = [make_worker(name) for name in installed()]
+    workers = [make_worker(name, gw.settings) for name in installed()]
     drain(*workers)
     queue = WorkQueue(r, Keys())
     r.xadd(Keys().stream, {"v": "1", "poison": "x"})
@@ -66,5 +67,7 @@ def test_a_walk_of_redis_after_the_demo_finds_only_described_keys(make_gateway, 
             seen[row.builder] = seen.get(row.builder, 0) + 1
     assert unknown == []
     # the walk saw the families of keys the demo writes (the memo, its claim and rates may have expired)
-    assert {"stream_for", "dead_letters_for", "models", "models_index", "sequence", "ingest", "meta", "done",
-            "stats", "signatures", "instances", "group_keys", "group_values", "updates"} <= set(seen)  # fmt: skip
+    written = {"stream_for", "dead_letters_for", "models", "models_index", "sequence", "ingest", "meta", "done",
+               "stats", "signatures", "instances", "group_keys", "group_values", "updates",
+               "segment_values"}  # fmt: skip
+    assert written <= set(seen)

@@ -54,6 +54,15 @@ function show(profile) {
     const value = d.score === undefined ? `— ${d.absentReason}` : d.score.toFixed(3);
     console.log(`  ${axis(d.kind).padEnd(12)} ${value}${rate === undefined ? "" : ` ${rateText(rate)}`}`);
   }
+  // per segment key (HOLISTIC_SEGMENT_KEYS) and family: its main metric per value, `other` last
+  for (const b of profile.segments) {
+    console.log(`  segment ${b.key}: ${b.family} ${b.metric}${b.lowerIsBetter ? " (lower is better)" : ""}`);
+    for (const v of b.values) {
+      const m = v.metric;
+      const iv = m.interval ? ` 95% ${m.interval.lower.toFixed(3)}–${m.interval.upper.toFixed(3)}` : "";
+      console.log(`    ${(v.other ? "(other)" : v.value).padEnd(16)} ${m.value.toFixed(3)}${iv} n=${m.count}`);
+    }
+  }
   // a scenario some family scored a sample of (its own rate, HOLISTIC_<FAMILY>_SCENARIO_SAMPLE_RATES, or the family's)
   for (const s of profile.scenarios) {
     const rates = Object.entries(s.sampleRates).sort(([a], [b]) => (a < b ? -1 : 1));

@@ -20,6 +20,7 @@ from holistic_client.detail_panels import SECTIONS
 from holistic_client.display import detail_tables, profiles_table
 from holistic_client.empty_window import empty_note
 from holistic_client.jsonl import Line, parse_processes, read_predictions
+from holistic_client.segments import segments_section
 from holistic_client.terminal import console as make_console
 from holistic_client.terminal import count, table, text
 
@@ -234,6 +235,8 @@ def profile(
             out.print(text(f"{p.model}: {p.window.retention_notice}"))
     for p in profiles if detail else profiles[:1] if len(profiles) == 1 else []:
         for part in detail_tables(p):
+            out.print(part)
+        for part in segments_section(p) if p.segments and not detail else ():
             out.print(part)
         for name in SECTIONS if detail else ():
             out.print(f"[bold]{text(p.model)}: {name}[/bold]")

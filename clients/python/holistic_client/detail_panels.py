@@ -26,6 +26,7 @@ from holistic_client.detail import (
     value,
     worst_case_section,
 )
+from holistic_client.segments import segments_section
 from holistic_client.terminal import count, num, table, text
 
 
@@ -179,6 +180,7 @@ def summarization_section(p: pp.Profile) -> list[RenderableType]:
 SECTIONS: dict[str, Callable[[pp.Profile], list[RenderableType]]] = {
     "axes": lambda p: [text(n) for n in axis_notes(p)],
     "groups": groups_section,
+    "segments": segments_section,
     "reliability": reliability_section,
     "robustness": lambda p: worst_case_section(p, "robustness"),
     "fairness": lambda p: worst_case_section(p, "fairness"),

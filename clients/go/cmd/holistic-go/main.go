@@ -381,6 +381,25 @@ func printProfile(out io.Writer, p *pb.Profile, window string, asJSON bool) erro
 			fmt.Fprintf(out, "  %-12s %.3f\n", axis, d.GetScore())
 		}
 	}
+	// per segment key (HOLISTIC_SEGMENT_KEYS) and family: its main metric per value, `other` last
+	for _, b := range p.GetSegments() {
+		better := ""
+		if b.GetLowerIsBetter() {
+			better = " (lower is better)"
+		}
+		fmt.Fprintf(out, "  segment %s: %s %s%s\n", b.GetKey(), b.GetFamily(), b.GetMetric(), better)
+		for _, v := range b.GetValues() {
+			name, m := v.GetValue(), v.GetMetric()
+			if v.GetOther() {
+				name = "(other)"
+			}
+			iv := ""
+			if m.GetInterval() != nil {
+				iv = fmt.Sprintf(" 95%% %.3f–%.3f", m.GetInterval().GetLower(), m.GetInterval().GetUpper())
+			}
+			fmt.Fprintf(out, "    %-16s %.3f%s n=%d\n", name, m.GetValue(), iv, m.GetCount())
+		}
+	}
 	// a scenario some family scored a sample of (its own rate, HOLISTIC_<FAMILY>_SCENARIO_SAMPLE_RATES, or the family's)
 	for _, s := range p.GetScenarios() {
 		rates := s.GetSampleRates()

@@ -3,6 +3,7 @@
 import { biasSection, toxicitySection } from "./classifier.js";
 import { groupsSection, worstCaseSection } from "./groups.js";
 import { reliabilitySection } from "./reliability.js";
+import { segmentsSection } from "./segments.js";
 import { summarizationSection } from "./summarization.js";
 import {
   absentReason, allMetrics, axisTitle, count, dimName, fmt, h, hasScore, metricText, newestText, notAvailable, num, pendingText, rateText,
@@ -94,6 +95,7 @@ export function renderDetail(box, p, rerender) {
     ...dimensionsSection(p), ...scenariosSection(p),
     h("div", { class: "grid2" }, panel("percentiles-panel", ...percentilesSection(p)), panel("reliability-panel", ...reliabilitySection(p, charts, rerender))),
     panel("groups-panel", ...groupsSection(p)),
+    panel("segments-panel", ...segmentsSection(p)),
     h("div", { class: "grid2" }, panel("robustness-panel", ...worstCaseSection(p, "robustness")), panel("fairness-panel", ...worstCaseSection(p, "fairness"))),
     h("div", { class: "grid2" }, panel("toxicity-panel", ...toxicitySection(p)), panel("bias-panel", ...biasSection(p))),
     panel("summarization-panel", ...summarizationSection(p)),
