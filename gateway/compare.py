@@ -19,7 +19,7 @@ from gateway.profiles import ProfileReader, Stored, WindowSpec
 from gateway.validation import NAME_RE
 from holistic.compare import bootstrap as bucket_bootstrap
 from holistic.compare import significance
-from holistic.compare.profiles import Change, compare, dimension_name, previous_range
+from holistic.compare.profiles import Change, compare, dimension_name, previous_range, segment_cell
 from holistic.errors import FieldViolation, InvalidArgument
 from holistic.families import Family
 from holistic.profile.fold import HELM_AXES, axis_name
@@ -78,6 +78,13 @@ def _check_names(fail_on: Sequence[str], *profiles: pp.Profile) -> None:
 def _cells(profile: pp.Profile) -> dict[str, pp.Dimension | pp.Metric]:
     out: dict[str, pp.Dimension | pp.Metric] = {dimension_name(d): d for d in profile.dimensions}
     out.update({f"{f.family}/{m.name}": m for f in profile.families for m in f.metrics})
+    for b in profile.segments:  # a segment's cell: its metric, with the breakdown's direction
+        for v in b.values:
+            m = pp.Metric()
+            m.CopyFrom(v.metric)
+            m.lower_is_better = b.lower_is_better
+            m.family = m.family or b.family
+            out[segment_cell(b, v)] = m
     return out
 
 

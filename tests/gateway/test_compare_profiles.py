@@ -138,3 +138,27 @@ def test_bad_requests_name_the_field(gateway, client):
         with pytest.raises(grpc.RpcError) as err:
             stub.CompareProfiles(es.CompareProfilesRequest(model="never", preset=2), timeout=10)
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_segment_cells_are_compared_like_any_metric(make_gateway, make_worker):
+    """Model a: eu 40 of 40 right, us 20 of 20; model b: eu 10 of 40, us 20 of 20. CompareProfiles names each
+    segment cell, tests it, and finds eu worse and us unchanged."""
+    gw = make_gateway(families=["accuracy"], segment_keys=["region"])
+    preds: dict[str, list[pb.Prediction]] = {"a": [], "b": []}
+    for model, eu_right in (("a", 40), ("b", 10)):
+        for i in range(60):
+            region, right = ("eu", i < eu_right) if i < 40 else ("us", True)
+            p = prediction(f"{model}{i}", model=model, output="Paris" if right else "Rome")
+            p.metadata["region"] = region
+            preds[model].append(p)
+    with gw.client() as c:
+        for model, batch in preds.items():
+            c.submit(batch, model=model)
+        drain(make_worker("accuracy", gw.settings))
+        r = c.compare_profiles("a", "b", fail_on=["accuracy/exact_match[region=eu]"])
+    got = cells(r)
+    eu, us = got["accuracy/exact_match[region=eu]"], got["accuracy/exact_match[region=us]"]
+    assert (eu.kind, eu.before, eu.after, eu.before_count, eu.after_count) == ("segment", 1.0, 0.25, 40, 40)
+    assert eu.difference == pytest.approx(-0.75) and eu.HasField("p") and eu.verdict == es.VERDICT_WORSE
+    assert (us.before, us.after) == (1.0, 1.0) and us.verdict != es.VERDICT_WORSE
+    assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["accuracy/exact_match[region=eu]"])

@@ -76,3 +76,35 @@ def test_scenarios_at_their_own_rates_are_weighted_in_the_familys_numbers(use_ta
     assert dict(rows["chat"].sample_rates) == {"toxicity": 0.25} and not rows["qa"].sample_rates
     chat_frac = next(m for m in rows["chat"].metrics if m.family == "toxicity")
     assert chat_frac.value == pytest.approx(chat_toxic) and chat_frac.count == len(kept)
+
+
+def test_segments_beside_scenario_rates_leave_the_weighted_numbers_alone_and_show_no_mixed_cells(
+    use_table, make_gateway, make_worker, monkeypatch
+):
+    """The same stream as above with a segment key: the family's Horvitz–Thompson numbers are unchanged (the
+    segment split runs inside each rate's part), and no toxicity cell is shown, since a cell would mix weights."""
+    use_table({"bad": [0.9], "good": [0.1]})
+    gw = make_gateway(families=["toxicity"], segment_keys=["region"])
+    chat = [prediction(f"c{i}", output="bad" if i % 10 == 0 else "good", scenario="chat") for i in range(400)]
+    qa = [prediction(f"q{i}", output="bad" if i % 2 == 0 else "good", scenario="qa") for i in range(100)]
+    for i, p in enumerate(chat + qa):
+        p.metadata["region"] = "eu" if i % 3 else "us"
+    monkeypatch.setenv("HOLISTIC_TOXICITY_SCENARIO_SAMPLE_RATES", "chat=0.25")
+    with gw.client() as client:
+        client.submit(chat + qa, model="m", batch_id="b1")
+        drain(make_worker("toxicity", gw.settings))
+        profile = client.get_profile("m")
+    kept = [p for p in chat if reference_position("m", "chat", p.id) < 0.25]
+    chat_toxic = sum(p.output == "bad" for p in kept) / len(kept)
+    by_hand = (4 * len(kept) * chat_toxic + 100 * 0.5) / (4 * len(kept) + 100)
+    fam = next(f for f in profile.families if f.family == "toxicity")
+    assert next(m for m in fam.metrics if m.name == "toxic_frac").value == pytest.approx(by_hand)
+    assert not [b for b in profile.segments if b.family == "toxicity"]
+
+    monkeypatch.delenv("HOLISTIC_TOXICITY_SCENARIO_SAMPLE_RATES")  # one rate: the cells are shown
+    with gw.client() as client:
+        client.submit(qa, model="one", batch_id="b2")
+        drain(make_worker("toxicity", gw.settings))
+        one = client.get_profile("one")
+    cells = {v.value: v.metric for b in one.segments if b.family == "toxicity" for v in b.values}
+    assert sorted(cells) == ["eu", "us"] and sum(m.count for m in cells.values()) == 100
