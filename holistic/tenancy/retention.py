@@ -18,7 +18,6 @@ loaded before (logged), and stops the process at start.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 import time
@@ -30,6 +29,7 @@ from typing import Any
 from holistic.errors import ConfigError
 from holistic.settings import Settings
 from holistic.tenancy.tenants import TENANT_RE, split_model
+from holistic.tenancy.watched_file import stamp_to_read
 
 log = logging.getLogger("holistic.tenancy.retention")
 
@@ -155,15 +155,8 @@ class RetentionStore:
     def reload(self, force: bool = False) -> None:
         if self.path is None:
             return
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError as exc:
-            if force:
-                raise ConfigError(f"HOLISTIC_RETENTION_FILE {self.path} does not exist") from exc
-            log.error("retention file %s disappeared; keeping the retention loaded before", self.path)
-            return
-        stamp = (st.st_mtime, st.st_size)
-        if not force and stamp == self._stamp:
+        stamp = stamp_to_read(self.path, "HOLISTIC_RETENTION_FILE", "retention", self._stamp, force, log)
+        if stamp is None:
             return
         try:
             by_tenant = parse(self.path.read_text(), str(self.path), self.settings)

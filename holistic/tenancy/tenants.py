@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import secrets
 import threading
@@ -22,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from holistic.errors import ConfigError
+from holistic.tenancy.watched_file import stamp_to_read
 
 log = logging.getLogger("holistic.tenancy.tenants")
 
@@ -121,15 +121,8 @@ class TokenStore:
     def reload(self, force: bool = False) -> None:
         stamp = None
         if self.path is not None:
-            try:
-                st = os.stat(self.path)
-            except FileNotFoundError as exc:
-                if force:
-                    raise ConfigError(f"HOLISTIC_TOKENS_FILE {self.path} does not exist") from exc
-                log.error("tokens file %s disappeared; keeping the tokens loaded before", self.path)
-                return
-            stamp = (st.st_mtime, st.st_size)
-            if not force and stamp == self._stamp:
+            stamp = stamp_to_read(self.path, "HOLISTIC_TOKENS_FILE", "tokens", self._stamp, force, log)
+            if stamp is None:
                 return
         expiries: dict[str, float] = {}
         hashes = parse_entries(self.env_entries, "HOLISTIC_TOKENS", expiries)

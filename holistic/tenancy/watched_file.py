@@ -1,0 +1,28 @@
+"""A settings file re-read when it changes (the tokens file, the retention file): one rule for when to read it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from holistic.errors import ConfigError
+
+Stamp = tuple[float, int]
+
+
+def stamp_to_read(
+    path: Path, variable: str, what: str, previous: Stamp | None, force: bool, log: logging.Logger
+) -> Stamp | None:
+    """The file's (mtime, size) when it is to be read: always when forced, else only once it changed. None:
+    unchanged, or gone (logged, and what was loaded stays: a deleted file must not open the door or drop a
+    tenant's limits). A forced read of a missing file is a ConfigError naming `variable`."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError as exc:
+        if force:
+            raise ConfigError(f"{variable} {path} does not exist") from exc
+        log.error("%s file %s disappeared; keeping the %s loaded before", what, path, what)
+        return None
+    stamp = (st.st_mtime, st.st_size)
+    return None if not force and stamp == previous else stamp
