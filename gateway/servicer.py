@@ -42,6 +42,8 @@ def _check_model(model: str) -> None:
 
 
 def _check_tenant(tenant: str, field: str = "tenant") -> None:
+    if not tenant:
+        raise InvalidArgument([FieldViolation(field, 'is required ("default" for the default tenant)')])
     if not TENANT_RE.fullmatch(tenant):
         raise InvalidArgument([FieldViolation(field, f"is not a tenant name ({TENANT_RE.pattern})")])
 
@@ -187,8 +189,6 @@ class EvaluationService:
     @status.unary
     async def DeleteTenantData(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.DeleteTenantDataResponse:
         request = wire.parse(es.DeleteTenantDataRequest, raw)
-        if not request.tenant:
-            raise InvalidArgument([FieldViolation("tenant", 'is required ("default" for the default tenant)')])
         _check_tenant(request.tenant)
         models, removed = await self.deleter.tenant(request.tenant)
         log.info(
@@ -205,8 +205,6 @@ class EvaluationService:
     @status.unary
     async def ReadAudit(self, raw: bytes, context: grpc.aio.ServicerContext) -> es.ReadAuditResponse:
         request = wire.parse(es.ReadAuditRequest, raw)
-        if not request.tenant:
-            raise InvalidArgument([FieldViolation("tenant", 'is required ("default" for the default tenant)')])
         _check_tenant(request.tenant)
         if not 0 <= request.page_size <= MAX_AUDIT_PAGE:
             raise InvalidArgument(
