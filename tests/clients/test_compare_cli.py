@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from click.testing import CliRunner
 
 import holistic_dashboard.compare as dashboard_compare
+from holistic.compare import profiles as client_compare
+from holistic.compare.profiles import Change
 from holistic_app.cli import main
-from holistic_client import compare as client_compare
-from holistic_client.compare import Change
 from holistic_client.compare_cli import regressions
 from holistic_client.jsonl import write_predictions
 from tests.conftest import drain

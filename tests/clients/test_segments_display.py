@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 from click.testing import CliRunner
 
+from holistic.compare.profiles import compare
 from holistic.v1 import profile_pb2 as pp
 from holistic_app.cli import main
-from holistic_client.compare import compare
 from holistic_client.report import build_report
 from tests.clients.conftest import LiveWorkers
 from tests.clients.test_dashboard_browser import wait_for

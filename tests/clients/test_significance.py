@@ -1,4 +1,4 @@
-"""Significance between two windows or versions (holistic_client/significance.py): hand-worked tests,
+"""Significance between two windows or versions (holistic/compare/significance.py): hand-worked tests,
 Holm's adjustment, and the gate's false-alarm rate and power simulated (figures printed: pytest -s)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import random
 import pytest
 from scipy.stats import chi2_contingency
 
+from holistic.compare.profiles import compare
+from holistic.compare.significance import Z95, difference, holm
 from holistic.stats.metric_values import mean, proportion
 from holistic.v1 import profile_pb2 as pp
-from holistic_client.compare import compare
 from holistic_client.compare_cli import regressions
-from holistic_client.significance import Z95, difference, holm
 
 REPS = 1000
 # A 5 % test is wrong in 50 of 1,000 equal pairs on average; 3 binomial standard deviations above that:

@@ -11,13 +11,13 @@ from dataclasses import asdict
 
 import click
 
+from holistic.compare.profiles import ABS_TOLERANCE, Change, significantly_worse
 from holistic.compare.significance import HOLM
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
 from holistic_client.axes import axis_name, dimension_name
 from holistic_client.cli import Connect, target_option, token_option
 from holistic_client.client import WINDOWS, ClientError
-from holistic_client.compare import ABS_TOLERANCE, Change, significantly_worse
 from holistic_client.empty_window import newest_text, range_text
 from holistic_client.terminal import console, num, table, text
 
@@ -41,7 +41,7 @@ def _check_axes(names: list[str], profile: pp.Profile) -> None:
 
 
 def regressions(changes: list[Change], fail_on: list[str], margin: float = 0.0) -> list[Change]:
-    """Changes significantly worse (holistic_client/significance.py, Holm over the cells compared) by more
+    """Changes significantly worse (holistic/compare/significance.py, Holm over the cells compared) by more
     than `margin`, named by --fail-on (`any`: every radar axis)."""
     chosen = set(fail_on)
     return [
