@@ -26,7 +26,6 @@ from holistic.families import Family, Partial, sampling
 from holistic.families.registry import load_family
 from holistic.families.shared_memo import SharedMemo
 from holistic.families.signature import make_signature, signature_id
-from holistic.process import evaluation_events
 from holistic.process.stop_signal import stop_on_signals
 from holistic.queue import envelope as env_mod
 from holistic.queue.work import WorkQueue
@@ -37,9 +36,8 @@ from holistic.stats import segments
 from holistic.stats.instances import InstanceStore, StateConflict
 from holistic.stats.mergeable import Stats
 from holistic.tenancy.retention import RetentionStore
-from holistic.tenancy.tenants import split_model
-from holistic.v1 import prediction_pb2 as pb
 from metric_services import heap, minutes
+from metric_services.evaluation_out import EvaluationOut
 from metric_services.fault_plan import Faults
 from metric_services.middleware import Middleware
 from metric_services.middleware.faults import FaultInjection
@@ -118,11 +116,7 @@ class Worker:
             middleware if middleware is not None else [Prometheus(), Logs(), FaultInjection(self.faults)]
         )
         # gen_ai.evaluation.result events of a sample of scored predictions (HOLISTIC_OTLP_EVAL_*): opt-in
-        self.evaluations = None
-        if settings.otlp_eval_endpoint and getattr(self.family, "prediction_scores", None) is not None:
-            self.evaluations = evaluation_events.sender(
-                settings.otlp_eval_endpoint, f"holistic-{self.group}", settings.otlp_eval_queue
-            )
+        self.evaluations = EvaluationOut.of(self.family, settings, self.sample_rates)
         self.counters = Counters()
         self.stopping = threading.Event()
         self._last_recover = 0.0
@@ -359,8 +353,7 @@ class Worker:
             for w in work:
                 merged = bool(results[id(w)])
                 if merged and self.evaluations is not None:  # once per prediction: only the apply that merged
-                    for rec in w.evaluations:
-                        self.evaluations.offer(rec)
+                    self.evaluations.offer(w.evaluations)
                 if merged:
                     self._recorded.add((w.entry.model, w.redaction))
                     if w.per_minute:
@@ -414,7 +407,7 @@ class Worker:
                 return Work(
                     entry_id, e, envelope.batch_id, n, by_minute, partial, accept_s, envelope.traceparent, stream,
                     per_minute, redaction=envelope.redaction,
-                    evaluations=self._evaluations(envelope, e.model, accept_s),
+                    evaluations=self.evaluations.records(envelope, e.model, accept_s) if self.evaluations else [],
                 )  # fmt: skip
             except (redis.ConnectionError, redis.TimeoutError):  # Redis (segment admission), not the batch: the
                 raise  # entry stays pending and the loop retries
@@ -424,50 +417,6 @@ class Worker:
         self.counters.errors[name] = self.counters.errors.get(name, 0) + 1
         self._give_up(queue, entry_id, f"{self.group} failed {self.settings.max_failures} times: {name}: {last}")
         return None
-
-    def _evaluations(self, envelope: Any, model: str, accept_s: float) -> list[Any]:
-        """The events of the batch's predictions in the evaluation sample (evaluation_events.in_sample: a retry
-        or another replica picks the same ones): the family's own per-prediction scores. A failure here
-        never fails the batch: its events are left out, logged."""
-        rate = self.settings.otlp_eval_sample_rate
-        if self.evaluations is None or rate <= 0:
-            return []
-        tenant, public = split_model(model)
-        out: list[Any] = []
-        try:
-            for p in envelope.predictions:
-                if not evaluation_events.in_sample(model, p.scenario, p.id, rate):
-                    continue
-                if not sampling.in_sample(p, envelope.model or p.model, self.sample_rates.of(p.scenario)):
-                    continue  # not scored: this family's own sample (HOLISTIC_<FAMILY>_SAMPLE_RATE) left it out
-                at = p.produced_at
-                time_ns = at.seconds * 1_000_000_000 + at.nanos if at.seconds else int(accept_s * 1e9)
-                context = {
-                    "holistic.model": public, "holistic.tenant": tenant, "holistic.scenario": p.scenario,
-                    "holistic.task": pb.Task.Name(p.task).removeprefix("TASK_").lower(),
-                    "holistic.family": self.group,
-                }  # fmt: skip
-                for score in self.family.prediction_scores(p, self.settings):  # type: ignore[attr-defined]
-                    out.append(
-                        evaluation_events.record(
-                            score,
-                            explanation=self._explanation(score.name),
-                            response_id=p.id,
-                            attributes=context,
-                            time_ns=time_ns,
-                        )
-                    )
-        except Exception:
-            log.exception("%s: evaluation events of batch %s left out", self.group, envelope.batch_id)
-            return []
-        return out
-
-    def _explanation(self, metric: str) -> str:
-        """The metric's declared description: what the score measures."""
-        for md in self.family.metrics:
-            if md.name == metric:
-                return f"{md.display_name}: {md.description}"
-        return ""
 
     def _give_up(self, queue: WorkQueue, entry_id: str, reason: str) -> None:
         if queue.deadletter(self.group, entry_id, 1, reason):
