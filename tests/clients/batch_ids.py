@@ -6,8 +6,9 @@ from pathlib import Path
 
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1.prediction_pb2 import Prediction
-from holistic_client.client import Client, content_batch_id
+from holistic_client.client import Client
 from holistic_client.jsonl import read_predictions
+from holistic_client.submit_encoding import content_batch_id
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "cross_language.jsonl"

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from holistic.v1 import evaluation_service_pb2 as es
-from holistic_client.client import Client, canonical_bytes, content_batch_id, encoded, request_body, with_batch_id
+from holistic_client.client import Client
+from holistic_client.submit_encoding import canonical_bytes, content_batch_id, encoded, request_body, with_batch_id
 from tests.gateway.test_columns import demo_batch
 
 

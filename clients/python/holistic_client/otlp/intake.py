@@ -32,13 +32,13 @@ from prometheus_client import Counter, Gauge
 
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import prediction_pb2 as pb
-from holistic_client.client import submit_method
 from holistic_client.errors import from_rpc_error, retry_delay_s
 from holistic_client.otlp.evaluations import EVALUATION, to_evaluation
 from holistic_client.otlp.events import LOG_RECORDS, EventBuffer, Key
 from holistic_client.otlp.mapping import Unusable, attributes, is_genai, to_prediction, value
 from holistic_client.otlp.messages import EVENT_NAMES, Event
 from holistic_client.otlp.settings import OtlpSettings
+from holistic_client.submit_encoding import submit_method
 
 log = logging.getLogger("holistic.otlp")
 
