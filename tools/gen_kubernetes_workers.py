@@ -104,6 +104,7 @@ def deployment(family: str, size: Size) -> dict[str, Any]:
         "volumeMounts": [
             {"name": "tmp", "mountPath": "/tmp"},
             {"name": "redis-ca", "mountPath": "/etc/holistic/redis-ca", "readOnly": True},
+            {"name": "retention", "mountPath": "/etc/holistic/retention", "readOnly": True},
         ],
     }
     return {
@@ -144,6 +145,7 @@ def deployment(family: str, size: Size) -> dict[str, Any]:
                     "volumes": [
                         {"name": "tmp", "emptyDir": {}},
                         {"name": "redis-ca", "secret": {"secretName": "holistic-redis-ca", "optional": True}},
+                        {"name": "retention", "configMap": {"name": "holistic-retention"}},
                     ],
                 },
             },

@@ -21,6 +21,7 @@ from holistic.families.registry import installed
 from holistic.redis.embedded import HASH_MAX_LISTPACK_ENTRIES
 from holistic.redis.keys import Keys
 from holistic.settings import load_settings
+from holistic.tenancy import retention
 from holistic_app.cli import main
 from tests.deploy.kustomize import KustomizeError, build
 
@@ -83,7 +84,8 @@ def test_the_overlays_render_the_expected_objects():
     full = {(d["kind"], d["metadata"]["name"]) for d in rendered("in-cluster-redis")}
     workers = {f"holistic-worker-{f}" for f in installed()}
     expected = (
-        {("Namespace", "holistic"), ("ConfigMap", "holistic-config"), ("TriggerAuthentication", "holistic-redis")}
+        {("Namespace", "holistic"), ("ConfigMap", "holistic-config"), ("ConfigMap", "holistic-retention"),
+         ("TriggerAuthentication", "holistic-redis")}
         | {("Secret", s) for s in ("holistic-tokens", "holistic-admin-tokens", "holistic-client-token",
                                   "holistic-redis", "holistic-gateway-tls", "holistic-redis-ca")}
         | {("ServiceAccount", "holistic")}
@@ -177,6 +179,38 @@ def test_the_config_map_is_valid_settings(monkeypatch):
     settings = load_settings()
     assert set(settings.families) == set(installed())
     assert settings.metrics_address == "0.0.0.0:9100" and settings.log_format == "json"
+
+
+KEEPS_DATA = ("gateway", "janitor", "quality-exporter", "worker")  # what builds a RetentionStore
+
+
+def test_every_process_that_stores_or_reads_data_mounts_the_retention_file(monkeypatch):
+    """HOLISTIC_RETENTION_FILE is in the shared ConfigMap: a process that reads it without the file mounted
+    would refuse to start, and one that never saw it would keep a tenant's data past its retention."""
+    docs = rendered("in-cluster-redis")
+    configs = by_kind(docs, "ConfigMap")
+    path = Path(configs["holistic-config"]["data"]["HOLISTIC_RETENTION_FILE"])
+    mounted = []
+    for name, spec in pod_specs(docs):
+        container = spec["containers"][0]
+        if container.get("args", [""])[0] not in KEEPS_DATA:
+            continue
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        mount = next(m for m in container["volumeMounts"] if m["mountPath"] == str(path.parent))
+        assert mount["readOnly"], name
+        assert volumes[mount["name"]]["configMap"]["name"] == "holistic-retention", name
+        mounted.append(name)
+    assert {"holistic-gateway", "holistic-janitor", "holistic-quality-exporter"} <= set(mounted)
+    assert {f"holistic-worker-{f}" for f in installed()} <= set(mounted)
+    text = configs["holistic-retention"]["data"][path.name]
+    for key, value in configs["holistic-config"]["data"].items():
+        monkeypatch.setenv(key, value)
+    settings = load_settings()
+    assert retention.parse(text, path.name, settings) == {}  # shipped empty: every tenant keeps the global values
+    example = "\n".join(line.strip().removeprefix("# ") for line in text.splitlines())  # the commented example
+    assert retention.parse(example, path.name, settings) == {
+        "acme": retention.Retention(7 * 86400, 86400, 30 * 86400, 365 * 86400)
+    }
 
 
 def test_worker_manifests_are_what_the_generator_writes():
