@@ -43,7 +43,8 @@ function renderAll() {
   $("radar-notes").replaceChildren(...chosen.map((p) => {
     const absent = (p.dimensions ?? []).filter((d) => typeof d.score !== "number").map(dimName);
     return h("li", {}, `${p.model}: ${count(p.counts?.windowPredictions)} predictions` + (absent.length ? `; absent: ${absent.join(", ")}` : "")
-      + (pendingText(p) ? `; pending: ${pendingText(p)}` : "") + (newestText(p) ? `; ${newestText(p)}` : ""));
+      + (pendingText(p) ? `; pending: ${pendingText(p)}` : "") + (newestText(p) ? `; ${newestText(p)}` : "")
+      + (p.window?.retentionNotice ? `; ${p.window.retentionNotice}` : ""));
   }));
   renderMatrix($("matrix"), [...state.profiles.values()], state, (key) => {
     state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : key === "model" ? 1 : -1 };

@@ -91,7 +91,7 @@ export function renderDetail(box, p, rerender) {
   for (const c of box.querySelectorAll("canvas")) Chart.getChart(c)?.destroy();
   const metrics = allMetrics(p);
   box.replaceChildren(
-    h("p", { class: "hint" }, `${p.model}: ${count(p.counts?.windowPredictions)} predictions in the window, ${count(p.counts?.acceptedPredictions)} accepted all time${pendingText(p) ? `; pending (accepted, not yet applied): ${pendingText(p)}` : ""}${!pendingText(p) && newestText(p) ? `; ${newestText(p)}` : ""}`),
+    h("p", { class: "hint" }, `${p.model}: ${count(p.counts?.windowPredictions)} predictions in the window, ${count(p.counts?.acceptedPredictions)} accepted all time${pendingText(p) ? `; pending (accepted, not yet applied): ${pendingText(p)}` : ""}${!pendingText(p) && newestText(p) ? `; ${newestText(p)}` : ""}${p.window?.retentionNotice ? `; ${p.window.retentionNotice}` : ""}`),
     ...dimensionsSection(p), ...scenariosSection(p),
     h("div", { class: "grid2" }, panel("percentiles-panel", ...percentilesSection(p)), panel("reliability-panel", ...reliabilitySection(p, charts, rerender))),
     panel("groups-panel", ...groupsSection(p)),

@@ -29,13 +29,16 @@ export function renderMatrix(table, profiles, state, onSort, onPick) {
   table.replaceChildren(h("thead", {}, head), h("tbody", {}, body));
 }
 
-// The window's predictions, and the most any family has accepted but not yet applied.
+// The window's predictions, the most any family has accepted but not yet applied, and a part of the window
+// past the tenant's retention (the CLIs' "retention:" line).
 function predictionsCell(p) {
   const most = Math.max(0, ...pendingOf(p).values());
   const where = most ? "" : newestText(p); // an empty window says where the data is (pending says it already)
+  const notice = p.window?.retentionNotice;
   return h("td", { class: "num", "data-col": "predictions" }, count(p.counts?.windowPredictions),
     most ? h("span", { class: "sub pending" }, `pending ${count(most)}`) : null,
-    where ? h("span", { class: "sub newest" }, where) : null);
+    where ? h("span", { class: "sub newest" }, where) : null,
+    notice ? h("span", { class: "sub retention", title: notice }, "part past retention") : null);
 }
 
 function cell(d, axis, pending, sampled) {
