@@ -7,7 +7,9 @@ series at all, never a 0, so alerts on it stay silent rather than fire. Labels: 
 window ("1h", ...), period ("current" or "previous") and axis (the name the profile carries, a
 plugin family's own axis included), or family and metric; per segment cell (docs/segments.md), each
 family's main metric with family, metric, segment_key and segment_value ("(other)" for the other cell):
-at most HOLISTIC_SEGMENT_MAX_KEYS × (HOLISTIC_SEGMENT_TOP_K + 1) values per family.
+at most HOLISTIC_SEGMENT_MAX_KEYS × (HOLISTIC_SEGMENT_TOP_K + 1) values per family. The alert evidence
+read from the all-time profile: per axis (labels axis, and baseline against a pinned version) and per
+scenario metric (scenario, family, metric: gateway/metric_evidence.py).
 """
 
 from __future__ import annotations
