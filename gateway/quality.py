@@ -7,7 +7,9 @@ series at all, never a 0, so alerts on it stay silent rather than fire. Labels: 
 window ("1h", ...), period ("current" or "previous") and axis (the name the profile carries, a
 plugin family's own axis included), or family and metric; per segment cell (docs/segments.md), each
 family's main metric with family, metric, segment_key and segment_value ("(other)" for the other cell):
-at most HOLISTIC_SEGMENT_MAX_KEYS × (HOLISTIC_SEGMENT_TOP_K + 1) values per family.
+at most HOLISTIC_SEGMENT_MAX_KEYS × (HOLISTIC_SEGMENT_TOP_K + 1) values per family. The alert evidence
+read from the all-time profile: per axis (labels axis, and baseline against a pinned version) and per
+scenario metric (scenario, family, metric: gateway/metric_evidence.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from gateway import baseline_evidence, sequential
+from gateway import baseline_evidence, metric_evidence, sequential
 from holistic.families import exported_metrics
 from holistic.families.registry import is_installed, load_family
 from holistic.v1 import profile_pb2 as pp
@@ -30,6 +32,8 @@ SEGMENT_LABELS = ("tenant", "model", "family", "metric", "segment_key", "segment
 OTHER_VALUE = "(other)"  # the segment_value of a key's other cell
 EVIDENCE_LABELS = ("tenant", "model", "axis")
 BASELINE_EVIDENCE_LABELS = ("tenant", "model", "baseline", "axis")
+METRIC_EVIDENCE_LABELS = ("tenant", "model", "scenario", "family", "metric")
+METRIC_BASELINE_EVIDENCE_LABELS = ("tenant", "model", "baseline", "scenario", "family", "metric")
 
 
 def axis_name(dim: pp.Dimension) -> str:
@@ -135,11 +139,32 @@ class QualitySeries:
         )
     )
 
+    metric_evidence: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_metric_alert_evidence",
+            "E-value that a scenario's metric is below its floor (above its ceiling, lower-is-better) over all time "
+            "(gateway/metric_evidence.py): at or above 20, at most a 5 % chance of a false alarm over the stream's "
+            "whole life, however often it is read.",
+            labels=METRIC_EVIDENCE_LABELS,
+        )
+    )
+
+    metric_baseline_evidence: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_metric_alert_baseline_evidence",
+            "Evidence that a scenario's main metric is worse than its pinned baseline's over all time, the "
+            "baseline's uncertainty included (gateway/metric_evidence.py): at or above 20, at most a 5 % chance of "
+            "a false alarm over the pair's whole life, however often it is read.",
+            labels=METRIC_BASELINE_EVIDENCE_LABELS,
+        )
+    )
+
     def families(self) -> list[Metric]:
         return [
             self.axis_score, self.axis_lower, self.axis_upper, self.axis_samples, self.metric_value,
             self.metric_lower, self.metric_upper, self.metric_samples, self.segment_value, self.segment_lower,
             self.segment_upper, self.segment_samples, self.predictions, self.alert_evidence, self.baseline_evidence,
+            self.metric_evidence, self.metric_baseline_evidence,
         ]  # fmt: skip
 
     def add_evidence(self, profile: pp.Profile, tenant: str, floors: Mapping[str, float]) -> None:
@@ -159,6 +184,25 @@ class QualitySeries:
                 base = pinned[name]
                 value = baseline_evidence.evidence(dim.count, dim.score, base.count, base.score)
                 self.baseline_evidence.add_metric([tenant, current.model, baseline.model, name], value)
+
+    def add_metric_evidence(self, profile: pp.Profile, tenant: str, floors: Mapping[str, float]) -> None:
+        """Per scenario metric with a floor that the e-process may read (metric_evidence.py), the evidence
+        that the all-time profile's value is below it."""
+        for s in metric_evidence.scenario_scores(profile).values():
+            floor = metric_evidence.floor_of(floors, s.scenario, s.metric)
+            if floor is not None:
+                value = metric_evidence.floor_evidence(s, floor)
+                self.metric_evidence.add_metric([tenant, profile.model, *s.key], value)
+
+    def add_metric_baseline_evidence(self, current: pp.Profile, baseline: pp.Profile, tenant: str) -> None:
+        """Per scenario whose main metric both all-time profiles have (same family, readable by the
+        e-process), the evidence that the current's is worse than the baseline's."""
+        pinned = metric_evidence.scenario_scores(baseline)
+        for key, s in metric_evidence.scenario_scores(current).items():
+            base = pinned.get(key)
+            if s.main and base is not None and base.main:
+                value = metric_evidence.against_baseline(s, base)
+                self.metric_baseline_evidence.add_metric([tenant, current.model, baseline.model, *key], value)
 
     def add_profile(
         self,

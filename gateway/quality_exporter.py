@@ -8,7 +8,8 @@ also gets the window of equal length just before it (period="previous"), which i
 the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods × (axes × 4 +
 the picked metrics × 4 + segment cells × 4 + 1), segment cells at most families × HOLISTIC_SEGMENT_MAX_KEYS ×
 (HOLISTIC_SEGMENT_TOP_K + 1), plus the evidence series: axes per model with floors, axes per pinned pair of
-HOLISTIC_QUALITY_BASELINES.
+HOLISTIC_QUALITY_BASELINES; per model, its scenarios × HOLISTIC_QUALITY_METRIC_FLOORS' metrics, and per pinned
+pair, the scenarios whose main metric both models have (gateway/metric_evidence.py).
 """
 
 from __future__ import annotations
@@ -73,10 +74,18 @@ class QualitySettings(BaseSettings):
         default=None, description="Per family, the metrics to export; unset: each family's exported_metrics."
     )
     axis_floors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_FLOORS))
+    metric_floors: Annotated[dict[str, float], NoDecode] = Field(
+        default_factory=dict,
+        description='Floors of scenario metrics, JSON: `{"exact_match": 0.7}` (in every scenario) or '
+        '`{"qa/exact_match": 0.7}` (one scenario; it wins); a lower-is-better metric\'s is its ceiling '
+        '(`{"toxic_frac": 0.1}`). Per floored metric and scenario, the evidence that its all-time value is worse; '
+        "shares and declared main metrics only (docs/prometheus.md).",
+    )
     baselines: Annotated[list[tuple[str, str, str]], NoDecode] = Field(
         default_factory=list,
         description="Pinned baselines, comma separated: `model=baseline` or `tenant|model=baseline` (the baseline in "
-        "the model's tenant). Per pair and axis, the evidence that the model's all-time axis is below the baseline's.",
+        "the model's tenant). Per pair and axis, and per scenario main metric both have, the evidence that the "
+        "model's all-time value is below the baseline's.",
     )
     refresh_s: float = Field(default=15.0, gt=0, description="Seconds between two snapshots.")
     address: str = Field(default="127.0.0.1:9465", description="host:port of /metrics.")
@@ -128,6 +137,27 @@ class QualitySettings(BaseSettings):
             raise ValueError("an axis floor needs an axis name")
         if any(not 0 <= f <= 1 for f in value.values()):
             raise ValueError("axis floors are scores in [0, 1]")
+        return value
+
+    @field_validator("metric_floors", mode="before")
+    @classmethod
+    def _named_metrics(cls, value: Any) -> Any:
+        """A JSON object of `metric` or `scenario/metric` (any name a profile's scenario carries, a plugin
+        family's included) to a number in [0, 1]; each bad entry named."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a JSON object ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError('a JSON object, e.g. {"exact_match": 0.7, "qa/f1_score": 0.5}')
+        for name, floor in value.items():
+            scenario, slash, metric = str(name).rpartition("/")
+            parts = [scenario, metric] if slash else [metric]
+            if any(not p or p != p.strip() for p in parts):
+                raise ValueError(f"{name!r} is not `metric` or `scenario/metric`")
+            if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1:
+                raise ValueError(f"{name!r}: {floor!r} is not a number in [0, 1] (metric floors are scores)")
         return value
 
 
@@ -202,7 +232,7 @@ class QualityExporter:
             for tenant, model in await self.models():
                 for window in self.quality.windows:
                     await self._add_model(series, tenant, model, window, cells)
-                if self.quality.axis_floors:
+                if self.quality.axis_floors or self.quality.metric_floors:
                     await self._add_evidence(series, tenant, model)
             for tenant, model, baseline in self.quality.baselines:
                 await self._add_baseline_evidence(series, tenant, model, baseline)
@@ -238,6 +268,7 @@ class QualityExporter:
         except NotFound:
             return
         series.add_evidence(everything, tenant, self.quality.axis_floors)
+        series.add_metric_evidence(everything, tenant, self.quality.metric_floors)
 
     async def _add_baseline_evidence(self, series: QualitySeries, tenant: str, model: str, baseline: str) -> None:
         """Both all-time profiles: the model's, and its pinned baseline's (frozen or still serving)."""
@@ -247,6 +278,7 @@ class QualityExporter:
         except NotFound:
             return  # one of the two has sent nothing yet: nothing to compare
         series.add_baseline_evidence(current, pinned, tenant)
+        series.add_metric_baseline_evidence(current, pinned, tenant)
 
     async def _refresh_forever(self) -> None:
         """Refresh every refresh_s until stopped; stopping waits for a refresh in flight, never cancels it

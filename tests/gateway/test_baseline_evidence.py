@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -45,19 +46,30 @@ def test_the_evidence_is_the_currents_against_the_baselines_lower_bound_halved()
     assert math.isfinite(evidence(10**6, 0.0, 10**6, 1.0)) and evidence(10**6, 0.0, 10**6, 1.0) > 1e300
 
 
-def first_alarm(cur_hits: np.ndarray, base_n: np.ndarray, base_hits: np.ndarray) -> int | None:
-    """Predictions of the current model when the evidence first reached the threshold (None: never)."""
+def pair_evidence(n_c: int, hits_c: int, n_b: int, hits_b: int) -> float:
+    return evidence(n_c, hits_c / n_c, n_b, hits_b / n_b)
+
+
+Read = Callable[[int, int, int, int], float]
+
+
+def first_alarm(
+    cur_hits: np.ndarray, base_n: np.ndarray, base_hits: np.ndarray, read: Read = pair_evidence
+) -> int | None:
+    """Predictions of the current model when the evidence first reached the threshold (None: never).
+    `read(n_c, hits_c, n_b, hits_b)`: the evidence of the pair at that moment."""
     for k in range(BATCHES):
         n_c, n_b = BATCH * (k + 1), int(base_n[k])
-        args = (n_c, cur_hits[k] / n_c, n_b, base_hits[k] / n_b)
         # E_c is increasing in the level and L_b ≤ the baseline's mean: below the threshold there, no search
-        quick = log_evidence_below(n_c, args[1], args[3]) - math.log(2) >= math.log(THRESHOLD)
-        if quick and evidence(*args) >= THRESHOLD:
+        quick = log_evidence_below(n_c, cur_hits[k] / n_c, base_hits[k] / n_b) - math.log(2) >= math.log(THRESHOLD)
+        if quick and read(n_c, int(cur_hits[k]), n_b, int(base_hits[k])) >= THRESHOLD:
             return n_c
     return None
 
 
-def watch(p_current: float, p_baseline: float, frozen: int | None, seed: int) -> list[int | None]:
+def watch(
+    p_current: float, p_baseline: float, frozen: int | None, seed: int, read: Read = pair_evidence
+) -> list[int | None]:
     """Per pair, the first alarm. `frozen`: the baseline's all-time count, fixed (a retired version); None:
     the baseline still gets a batch for each of the current's (two versions served side by side)."""
     rng = np.random.default_rng(seed)
@@ -68,7 +80,7 @@ def watch(p_current: float, p_baseline: float, frozen: int | None, seed: int) ->
     else:
         base_n = np.full(BATCHES, frozen)
         base = np.repeat(rng.binomial(frozen, p_baseline, size=(PAIRS, 1)), BATCHES, axis=1)
-    return [first_alarm(cur[i], base_n, base[i]) for i in range(PAIRS)]
+    return [first_alarm(cur[i], base_n, base[i], read) for i in range(PAIRS)]
 
 
 def test_taking_the_baselines_observed_mean_for_the_truth_would_alarm_far_too_often():

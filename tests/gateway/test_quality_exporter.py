@@ -178,7 +178,10 @@ def test_alert_evidence_from_the_all_time_profile(scored):
     from gateway.sequential import evidence
 
     gw, client = scored
-    quality = load_quality_settings(models=["alpha"], windows=["15m"], refresh_s=3600, axis_floors={"accuracy": 0.9})
+    quality = load_quality_settings(
+        models=["alpha"], windows=["15m"], refresh_s=3600, axis_floors={"accuracy": 0.9},
+        metric_floors='{"exact_match": 0.9, "mmlu/quasi_exact_match": 0.5, "latency_mean": 0.5}',
+    )  # fmt: skip
     exporter = ExporterThread(gw.settings, quality)
     try:
         got = exporter.scrape()
@@ -190,6 +193,19 @@ def test_alert_evidence_from_the_all_time_profile(scored):
     assert got[key] == evidence(10, 0.7, 0.9)  # read from all time, though the exporter's windows are 15m
     assert 1.0 < got[key] < 20  # below the floor, not yet enough to say so
     assert not [k for k in got if k[0] == "holistic_quality_alert_evidence" and ("axis", "efficiency") in k[1]]
+    # per scenario metric: mmlu's 7 of 10 exact matches (its main metric) and quasi-exact matches, each
+    # against its floor; latency has a unit: no evidence, whatever its floor
+    per_metric = {
+        dict(k[1])["metric"]: (v, dict(k[1]))
+        for k, v in got.items()
+        if k[0] == "holistic_quality_metric_alert_evidence"
+    }
+    assert {m: v for m, (v, _) in per_metric.items()} == {
+        "exact_match": evidence(10, 0.7, 0.9), "quasi_exact_match": evidence(10, 0.7, 0.5)
+    }  # fmt: skip
+    assert per_metric["exact_match"][1] == {
+        "tenant": "default", "model": "alpha", "scenario": "mmlu", "family": "accuracy", "metric": "exact_match"
+    }  # fmt: skip
 
 
 def test_evidence_against_a_pinned_baseline_from_both_all_time_profiles(scored):
@@ -218,6 +234,34 @@ def test_evidence_against_a_pinned_baseline_from_both_all_time_profiles(scored):
     # sent: no series
     assert set(found) == {"accuracy"}
     assert not [k for k in got if k[0] == "holistic_quality_alert_evidence"]  # no floors, no floor evidence
+    # per scenario main metric both have (mmlu's exact_match: alpha 7 of 10, beta 1 of 1), automatically
+    per_metric = {k[1]: v for k, v in got.items() if k[0] == "holistic_quality_metric_alert_baseline_evidence"}
+    main = labels(tenant="default", model="alpha", baseline="beta", scenario="mmlu", family="accuracy",
+                  metric="exact_match")  # fmt: skip
+    assert per_metric == {main: evidence(10, 0.7, 1, 1.0)}
+    assert not [k for k in got if k[0] == "holistic_quality_metric_alert_evidence"]  # no metric floors
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [('{"": 0.5}', "not `metric`"), ('{"qa/": 0.5}', "not `metric`"), ('{"/em": 0.5}', "not `metric`"),
+     ('{" em": 0.5}', "not `metric`"), ('{"em": 1.5}', r"\[0, 1\]"), ('{"em": -0.1}', r"\[0, 1\]"),
+     ('{"em": true}', r"\[0, 1\]"), ('{"em": "0.7"}', r"\[0, 1\]"), ('{"em": NaN}', r"\[0, 1\]"),
+     ('["em"]', "JSON object"), ("em=0.7", "not a JSON object")],
+)  # fmt: skip
+def test_a_malformed_metric_floor_names_the_setting_and_the_entry(value, says):
+    with pytest.raises(ConfigError, match=f"HOLISTIC_QUALITY_METRIC_FLOORS: .*{says}"):
+        load_quality_settings(metric_floors=value)
+
+
+def test_metric_floors_by_metric_or_scenario_from_the_environment(monkeypatch):
+    monkeypatch.setenv("HOLISTIC_QUALITY_METRIC_FLOORS", '{"exact_match": 0.7, "mmlu/f1_score": 1, "toxic_frac": 0}')
+    assert load_quality_settings().metric_floors == {"exact_match": 0.7, "mmlu/f1_score": 1.0, "toxic_frac": 0.0}
+    monkeypatch.setenv("HOLISTIC_QUALITY_METRIC_FLOORS", "")
+    assert load_quality_settings().metric_floors == {}
+    monkeypatch.setenv("HOLISTIC_QUALITY_METRIC_FLOORS", "exact_match=0.7")  # not JSON: the setting named
+    with pytest.raises(ConfigError, match=r"HOLISTIC_QUALITY_METRIC_FLOORS: .*JSON"):
+        load_quality_settings()
 
 
 @pytest.mark.parametrize("value", ["alpha", "alpha=", "=beta", "alpha=alpha", "a=b,a=c", "a=t|b", "a=b=c"])

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from gateway import sequential
 from gateway.quality_exporter import load_quality_settings
 from holistic.errors import ConfigError
 from holistic.families import exported_metrics, registry
@@ -40,6 +41,7 @@ def test_two_plugin_axes_are_two_series_with_their_declared_metrics(make_gateway
     quality = load_quality_settings(
         models=["m"], windows=["15m"], previous=False, refresh_s=3600,
         axis_floors={"accuracy": 0.5, "hallucination": 0.9, "brevity": 0.5},
+        metric_floors={"grounded_numbers": 0.9, "short_outputs": 0.5, "words_mean": 0.5},
     )  # fmt: skip
     exporter = ExporterThread(gw.settings, quality)
     try:
@@ -63,6 +65,14 @@ def test_two_plugin_axes_are_two_series_with_their_declared_metrics(make_gateway
     assert {m for f, m in picked if f == "accuracy"} == {"exact_match", "quasi_exact_match"}
     floors = {dict(k[1])["axis"]: v for k, v in got.items() if k[0] == "holistic_quality_axis_floor"}
     assert floors == {"accuracy": 0.5, "hallucination": 0.9, "brevity": 0.5}
+    # a plugin's per-scenario share gets metric floor evidence with no declaration (brevity reports no
+    # scenarios: nothing for its floors)
+    per_metric = {
+        (dict(k[1])["scenario"], dict(k[1])["family"], dict(k[1])["metric"]): v
+        for k, v in got.items()
+        if k[0] == "holistic_quality_metric_alert_evidence"
+    }
+    assert per_metric == {("mmlu", "hallucination", "grounded_numbers"): sequential.evidence(3, 2 / 3, 0.9)}
 
 
 @pytest.mark.usefixtures("two_plugins")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections.abc import Callable
 
 import pytest
 
@@ -26,8 +27,15 @@ def test_the_formula_by_hand():
     assert (SIGMA2, RHO, THRESHOLD) == (0.25, 125.0, 20.0)
 
 
-def watch(p: float, floor: float, seed: int) -> list[int | None]:
-    """Per stream, the predictions seen when the evidence first reached the threshold (None: never)."""
+def floor_evidence(n: int, hits: int, floor: float) -> float:
+    return evidence(n, hits / n, floor)
+
+
+def watch(
+    p: float, floor: float, seed: int, read: Callable[[int, int, float], float] = floor_evidence
+) -> list[int | None]:
+    """Per stream of 0/1 outcomes (1 with probability p), the predictions seen when the evidence first
+    reached the threshold (None: never). `read(n, hits, floor)`: the evidence after n predictions."""
     rng = random.Random(seed)
     out: list[int | None] = []
     for _ in range(STREAMS):
@@ -36,7 +44,7 @@ def watch(p: float, floor: float, seed: int) -> list[int | None]:
         for _ in range(BATCHES):
             hits += sum(rng.random() < p for _ in range(BATCH))
             n += BATCH
-            if evidence(n, hits / n, floor) >= THRESHOLD:
+            if read(n, hits, floor) >= THRESHOLD:
                 caught = n
                 break
         out.append(caught)
