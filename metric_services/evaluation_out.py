@@ -18,9 +18,7 @@ log = logging.getLogger("holistic.worker")
 class EvaluationOut:
     def __init__(self, family: Family, settings: Settings, rates: sampling.Rates) -> None:
         self.family, self.settings, self.rates = family, settings, rates
-        self.sender = evaluation_events.sender(
-            settings.otlp_eval_endpoint, f"holistic-{family.name}", settings.otlp_eval_queue
-        )
+        self.sender = evaluation_events.sender(settings, f"holistic-{family.name}")
         self.explanations = {md.name: f"{md.display_name}: {md.description}" for md in family.metrics}
 
     @classmethod
