@@ -9,6 +9,11 @@ restarts. Batches never span requests, since a retried request could then be cut
 
 A span whose answer is in log records (the conventions' events) waits up to HOLISTIC_OTLP_EVENT_WAIT_S
 for them; a span still without an answer is skipped (`no_output`), never scored as an empty answer.
+The other way round, an evaluation log record in the context of a span the receiver has not seen yet
+(exporters send logs and traces separately, in any order) waits as long for that span, whose prediction
+it evaluates (its id, model, scenario); one whose span does not come joins by its span context alone,
+as before, counted (`holistic_otlp_evaluation_span_waits_total{outcome="timed_out"}`) and told in
+partial_success's message.
 Skipped spans and log records are counted by reason and reported in partial_success, never as an error:
 errors are only what the exporter should retry (UNAVAILABLE) or fix (UNAUTHENTICATED).
 """
@@ -16,6 +21,7 @@ errors are only what the exporter should retry (UNAVAILABLE) or fix (UNAUTHENTIC
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
@@ -54,6 +60,12 @@ EVALUATIONS = Counter(
     "gen_ai.evaluation.result events received (log records and span events), by outcome (accepted, "
     "duplicate, rejected) and reason.",
     ["outcome", "reason"],
+)
+SPAN_WAITS = Counter(
+    "holistic_otlp_evaluation_span_waits",
+    "Evaluation log records that came before their span and waited for it (HOLISTIC_OTLP_EVENT_WAIT_S), by "
+    "outcome: joined (the span came) or timed_out (joined by the span context alone).",
+    ["outcome"],
 )
 SPANS_KEPT = 100_000  # spans whose prediction an evaluation log record may name by its span context alone
 _PREDICTION = re.compile(r"^predictions\[(\d+)\]")
@@ -135,6 +147,7 @@ class Intake:
         else:
             self.channel = grpc.aio.insecure_channel(settings.target, options)
         self._submit_call = submit_method(self.channel)
+        self._span_seen: asyncio.Event | None = None  # set when a traces request has remembered its spans
 
     def metadata(self, authorization: str | None) -> Metadata:
         """The exporter's authorization goes on to the gateway; without one, HOLISTIC_OTLP_TOKEN."""
@@ -147,6 +160,7 @@ class Intake:
         joins only a span sent with the same authorization: no one else's records reach a tenant's spans."""
         rejected: Tally[str] = Tally()
         evaluations = Evaluations()
+        early: list[tuple[dict, dict, str, int]] = []  # evaluations whose span has not come yet
         for resource_logs in request.resource_logs:
             resource = _holistic(attributes(resource_logs.resource.attributes))
             for scope_logs in resource_logs.scope_logs:
@@ -156,6 +170,9 @@ class Intake:
                     if name == EVALUATION:
                         ref = span_ref(record.trace_id, record.span_id)
                         at = record.time_unix_nano or record.observed_time_unix_nano
+                        if ref is not None and "holistic.id" not in attrs and (metadata, ref) not in self.spans:
+                            early.append((attrs, resource, ref, at))  # its span says which prediction: wait
+                            continue
                         context = {**resource, **self.spans.get((metadata, ref or ""), {})}
                         evaluations.add(to_evaluation, attrs, context, self.defaults, ref, at)
                         continue
@@ -171,13 +188,44 @@ class Intake:
                     if outcome == "late":
                         rejected["span_already_answered"] += 1
                     LOG_RECORDS.labels(outcome if outcome == "held" else "rejected", outcome).inc()
+        timed_out = await self._await_spans(early, metadata, evaluations)
         rejected.update(await self._evaluations(evaluations, metadata))
         response = ls.ExportLogsServiceResponse()
-        if rejected:
+        if rejected or timed_out:
             n, message = partial(rejected)
+            if timed_out:  # a warning, not a rejection (OTLP: error_message with rejected 0 is one)
+                warning = f"{timed_out} evaluation records' spans not seen in time: joined by span context alone"
+                message = f"{message}; {warning}" if message else warning
             log.info("OTLP logs: %d GenAI records skipped (%s)", n, message)
             response.partial_success.rejected_log_records, response.partial_success.error_message = n, message
         return response
+
+    async def _await_spans(
+        self, early: list[tuple[dict, dict, str, int]], metadata: Metadata, into: Evaluations
+    ) -> int:
+        """Evaluation records that came before their span wait (HOLISTIC_OTLP_EVENT_WAIT_S) for it, then join it:
+        its prediction's id, model and scenario; those whose span did not come join by their span context alone
+        (the id the receiver gives a span without holistic.id). How many timed out."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.event_wait_s
+        while early and any((metadata, ref) not in self.spans for _, _, ref, _ in early):
+            if loop.time() >= deadline:
+                break
+            if self._span_seen is None:
+                self._span_seen = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._span_seen.wait(), deadline - loop.time())
+        timed_out = 0
+        for attrs, resource, ref, at in early:
+            span = self.spans.get((metadata, ref))
+            timed_out += span is None
+            SPAN_WAITS.labels("joined" if span is not None else "timed_out").inc()
+            into.add(to_evaluation, attrs, {**resource, **(span or {})}, self.defaults, ref, at)
+        if timed_out:
+            log.info(
+                "OTLP logs: %d evaluation records' spans not seen within %ss", timed_out, self.settings.event_wait_s
+            )
+        return timed_out
 
     async def traces(self, request: ts.ExportTraceServiceRequest, metadata: Metadata) -> ts.ExportTraceServiceResponse:
         rejected: Tally[str] = Tally()
@@ -201,6 +249,9 @@ class Intake:
                 await self._submit(model, ordered[start : start + self.settings.max_batch], metadata, rejected)
         for key in seen:  # answered: its log records are no longer needed (kept for a retry until now)
             self.events.finish(key)
+        if by_model and self._span_seen is not None:  # evaluation records waiting for these spans may join now
+            self._span_seen.set()
+            self._span_seen = None
         skipped = await self._evaluations(evaluations, metadata)  # told in the message, not counted as spans
         response = ts.ExportTraceServiceResponse()
         if rejected or skipped:
