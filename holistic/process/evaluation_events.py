@@ -56,11 +56,14 @@ Value = str | float | int | bool
 
 
 class Score(NamedTuple):
-    """One evaluation: a metric's value, and a label where the value has one (a 0/1 outcome)."""
+    """One evaluation: a metric's value, and a label where the value has one (a 0/1 outcome); or, when the
+    family could not score a prediction it was asked to, no value and `error_type` (the conventions' error.type,
+    a low-cardinality reason such as `empty_output`)."""
 
     name: str
-    value: float
+    value: float | None
     label: str | None = None
+    error_type: str | None = None
 
 
 def in_sample(model: str, scenario: str, prediction_id: str, rate: float) -> bool:
@@ -90,8 +93,13 @@ def record(
     attributes: Mapping[str, Value] | None = None,
     time_ns: int | None = None,
 ) -> logs_pb2.LogRecord:
-    """The event as a log record; `attributes` add context (holistic.model, ...) after the convention's."""
-    attrs: list[tuple[str, Value]] = [(NAME, score.name), (SCORE_VALUE, float(score.value))]
+    """The event as a log record; `attributes` add context (holistic.model, ...) after the convention's. A failed
+    evaluation carries error.type and no score."""
+    attrs: list[tuple[str, Value]] = [(NAME, score.name)]
+    if score.value is not None:
+        attrs.append((SCORE_VALUE, float(score.value)))
+    if score.error_type:
+        attrs.append((ERROR_TYPE, score.error_type))
     if score.label:
         attrs.append((SCORE_LABEL, score.label))
     if explanation:
