@@ -21,12 +21,10 @@ errors are only what the exporter should retry (UNAVAILABLE) or fix (UNAUTHENTIC
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import re
 from collections import Counter as Tally
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +42,7 @@ from holistic_client.otlp.events import LOG_RECORDS, EventBuffer, Key
 from holistic_client.otlp.mapping import Unusable, attributes, is_genai, to_prediction, value
 from holistic_client.otlp.messages import EVENT_NAMES, Event
 from holistic_client.otlp.settings import OtlpSettings
+from holistic_client.otlp.span_contexts import SPAN_WAITS, SpanContexts
 from holistic_client.submit_encoding import submit_method
 
 log = logging.getLogger("holistic.otlp")
@@ -61,13 +60,6 @@ EVALUATIONS = Counter(
     "duplicate, rejected) and reason.",
     ["outcome", "reason"],
 )
-SPAN_WAITS = Counter(
-    "holistic_otlp_evaluation_span_waits",
-    "Evaluation log records that came before their span and waited for it (HOLISTIC_OTLP_EVENT_WAIT_S), by "
-    "outcome: joined (the span came) or timed_out (joined by the span context alone).",
-    ["outcome"],
-)
-SPANS_KEPT = 100_000  # spans whose prediction an evaluation log record may name by its span context alone
 _PREDICTION = re.compile(r"^predictions\[(\d+)\]")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED)
 Metadata = tuple[tuple[str, str], ...]
@@ -137,9 +129,7 @@ class Intake:
         self.settings = settings
         self.defaults = settings.defaults()
         self.events = EventBuffer()
-        # (authorization, "<trace>-<span>") -> the holistic.* a span's prediction got: what an evaluation log
-        # record in that span's context inherits (a log record carries no model); the newest SPANS_KEPT
-        self.spans: OrderedDict[tuple[Metadata, str], dict[str, str]] = OrderedDict()
+        self.spans = SpanContexts()  # what an evaluation log record in a span's context inherits from it
         options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
         if settings.gateway_tls_ca:
             creds = grpc.ssl_channel_credentials(settings.gateway_tls_ca.read_bytes())
@@ -147,7 +137,6 @@ class Intake:
         else:
             self.channel = grpc.aio.insecure_channel(settings.target, options)
         self._submit_call = submit_method(self.channel)
-        self._span_seen: asyncio.Event | None = None  # set when a traces request has remembered its spans
 
     def metadata(self, authorization: str | None) -> Metadata:
         """The exporter's authorization goes on to the gateway; without one, HOLISTIC_OTLP_TOKEN."""
@@ -170,10 +159,10 @@ class Intake:
                     if name == EVALUATION:
                         ref = span_ref(record.trace_id, record.span_id)
                         at = record.time_unix_nano or record.observed_time_unix_nano
-                        if ref is not None and "holistic.id" not in attrs and (metadata, ref) not in self.spans:
+                        if ref is not None and "holistic.id" not in attrs and self.spans.get((metadata, ref)) is None:
                             early.append((attrs, resource, ref, at))  # its span says which prediction: wait
                             continue
-                        context = {**resource, **self.spans.get((metadata, ref or ""), {})}
+                        context = {**resource, **(self.spans.get((metadata, ref or "")) or {})}
                         evaluations.add(to_evaluation, attrs, context, self.defaults, ref, at)
                         continue
                     if name not in EVENT_NAMES:
@@ -206,15 +195,8 @@ class Intake:
         """Evaluation records that came before their span wait (HOLISTIC_OTLP_EVENT_WAIT_S) for it, then join it:
         its prediction's id, model and scenario; those whose span did not come join by their span context alone
         (the id the receiver gives a span without holistic.id). How many timed out."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.settings.event_wait_s
-        while early and any((metadata, ref) not in self.spans for _, _, ref, _ in early):
-            if loop.time() >= deadline:
-                break
-            if self._span_seen is None:
-                self._span_seen = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._span_seen.wait(), deadline - loop.time())
+        if early:
+            await self.spans.wait_for(((metadata, ref) for _, _, ref, _ in early), self.settings.event_wait_s)
         timed_out = 0
         for attrs, resource, ref, at in early:
             span = self.spans.get((metadata, ref))
@@ -249,9 +231,8 @@ class Intake:
                 await self._submit(model, ordered[start : start + self.settings.max_batch], metadata, rejected)
         for key in seen:  # answered: its log records are no longer needed (kept for a retry until now)
             self.events.finish(key)
-        if by_model and self._span_seen is not None:  # evaluation records waiting for these spans may join now
-            self._span_seen.set()
-            self._span_seen = None
+        if by_model:
+            self.spans.arrived()  # evaluation records waiting for these spans may join now
         skipped = await self._evaluations(evaluations, metadata)  # told in the message, not counted as spans
         response = ts.ExportTraceServiceResponse()
         if rejected or skipped:
@@ -315,10 +296,8 @@ class Intake:
         ref = span_ref(key[1], key[2])
         if ref is None:
             return
-        self.spans[(key[0], ref)] = {"holistic.model": p.model, "holistic.scenario": p.scenario, "holistic.id": p.id}
-        self.spans.move_to_end((key[0], ref))
-        while len(self.spans) > SPANS_KEPT:
-            self.spans.popitem(last=False)
+        self.spans.remember((key[0], ref), {"holistic.model": p.model, "holistic.scenario": p.scenario,
+                                            "holistic.id": p.id})  # fmt: skip
 
     async def _submit(
         self,
