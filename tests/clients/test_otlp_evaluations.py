@@ -7,8 +7,13 @@ import json
 import threading
 import time
 
+import grpc
 import pytest
 from opentelemetry import trace
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import LogsServiceStub
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider
@@ -156,10 +161,24 @@ def test_an_evaluation_record_sent_before_its_span_waits_for_it_and_joins_its_pr
                                                    "gen_ai.evaluation.score.value": 0.25})  # fmt: skip
         ctx = trace.get_current_span().get_span_context()
     _, log_exporter = exporters(transport, receiver, {"authorization": f"Bearer {TOKEN}"})
+    record = LogRecord(event_name=RESULT, trace_id=b"\1" * 16, span_id=b"\2" * 8, attributes=[
+        KeyValue(key="gen_ai.evaluation.name", value=AnyValue(string_value="tone")),
+        KeyValue(key="gen_ai.evaluation.score.value", value=AnyValue(double_value=0.5)),
+        KeyValue(key="holistic.model", value=AnyValue(string_value="atlas"))])  # fmt: skip
+    request = ExportLogsServiceRequest(resource_logs=[ResourceLogs(scope_logs=[ScopeLogs(log_records=[record])])])
     try:
         assert log_exporter.export(logs.get_finished_logs()).name == "SUCCESS"
+        with grpc.insecure_channel(receiver.endpoint) as channel:  # what the SDK does not show: the warning
+            reply = LogsServiceStub(channel).Export(request, metadata=[("authorization", f"Bearer {TOKEN}")])
     finally:
         receiver.stop()
-    assert span_waits("timed_out") - timed_out == 1
+    assert reply.partial_success.rejected_log_records == 0  # used, not rejected
+    assert reply.partial_success.error_message == (
+        "1 evaluation records' spans not seen in time: joined by span context alone"
+    )
+    assert span_waits("timed_out") - timed_out == 2
     late = [(p.id, e.score) for p in predictions(r, gw) for e in p.evaluations if e.score == 0.25]
     assert late == [(f"{ctx.trace_id:032x}-{ctx.span_id:016x}", 0.25)]  # by its span context, as before
+    assert [(p.id, e.name) for p in predictions(r, gw) for e in p.evaluations if e.name == "tone"] == [
+        (f"{'01' * 16}-{'02' * 8}", "tone")
+    ]
