@@ -1,13 +1,14 @@
 """gen_ai.evaluation.result events out (HOLISTIC_OTLP_EVAL_*): what they add to a worker, and how fast they go.
 
-1. A worker's CPU per prediction: the accuracy family's compute on the demo's predictions in batches of
-   500, alone and with the events of its sample built (HOLISTIC_OTLP_EVAL_SAMPLE_RATE 0.01 and 1: the
-   sampling hash, the family's prediction_scores, one LogRecord each), one core, time.process_time,
-   median of --runs. Sending is off this path (a queue and a thread).
-2. Sending: N records to a local OTLP/gRPC logs collector, by holistic's sender (ExportLogsServiceRequest
-   from opentelemetry-proto, 512 a request, one thread) beside the OpenTelemetry SDK's own
-   BatchLogRecordProcessor with its OTLP/gRPC exporter (the same 512 a batch): records a second and this
-   process's CPU per record, until the collector has them all.
+1. A worker's CPU per prediction: the accuracy and calibration families' compute on the demo's predictions
+   in batches of 500, alone and with the events of its sample built (HOLISTIC_OTLP_EVAL_SAMPLE_RATE 0.01
+   and 1: the sampling hash, the family's prediction_scores, one LogRecord each), one core,
+   time.process_time, median of --runs. Sending is off this path (a queue and a thread).
+2. Sending: N records to a local OTLP logs collector, by holistic's sender (ExportLogsServiceRequest
+   from opentelemetry-proto, 512 a request, one thread) over OTLP/gRPC and over OTLP/HTTP (protobuf, to a
+   stdlib http.server collector), beside the OpenTelemetry SDK's own BatchLogRecordProcessor with its
+   OTLP/gRPC exporter (the same 512 a batch): records a second and this process's CPU per record, until
+   the collector has them all.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import argparse
 import threading
 import time
 from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
@@ -24,7 +27,7 @@ from benchmarks._common import median, sample_predictions
 from holistic.process import evaluation_events
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
-from metric_services.accuracy import FAMILY
+from metric_services import accuracy, calibration
 
 BATCH = 500
 
@@ -41,18 +44,18 @@ class Counting(logs_service_pb2_grpc.LogsServiceServicer):
         return logs_service_pb2.ExportLogsServiceResponse()
 
 
-def worker_cpu_us(envelopes: list[BatchEnvelope], rate: float | None, runs: int) -> float:
+def worker_cpu_us(family: Any, envelopes: list[BatchEnvelope], rate: float | None, runs: int) -> float:
     settings = load_settings(redis_url="unix:///unused")
     times = []
     for _ in range(runs):
         start = time.process_time()
         for env in envelopes:
-            FAMILY.compute(env, settings)
+            family.compute(env, settings)
             if rate is None:
                 continue
             for p in env.predictions:
                 if evaluation_events.in_sample("bench", p.scenario, p.id, rate):
-                    for score in FAMILY.prediction_scores(p, settings):
+                    for score in family.prediction_scores(p, settings):
                         evaluation_events.record(score, response_id=p.id, attributes={"holistic.model": "bench"})
         times.append(time.process_time() - start)
     return median(times) / sum(len(e.predictions) for e in envelopes) * 1e6
@@ -61,6 +64,31 @@ def worker_cpu_us(envelopes: list[BatchEnvelope], rate: float | None, runs: int)
 def wait_for(collector: Counting, n: int) -> None:
     while collector.n < n:
         time.sleep(0.001)
+
+
+def http_collector(collector: Counting) -> ThreadingHTTPServer:
+    """OTLP/HTTP: POST /v1/logs, protobuf in and out, counted into the same Counting."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            request = logs_service_pb2.ExportLogsServiceRequest.FromString(body)
+            collector.Export(request, None)
+            reply = logs_service_pb2.ExportLogsServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def holistic_sender(endpoint: str, collector: Counting, n: int) -> tuple[float, float]:
@@ -108,13 +136,21 @@ def main() -> None:
         env = BatchEnvelope(model="bench", predictions=preds[start : start + BATCH])
         env.accept_time.FromSeconds(int(time.time()))
         envelopes.append(env)
-    base = worker_cpu_us(envelopes, None, args.runs)
-    print(f"accuracy worker, CPU µs per prediction: compute alone {base:.2f}")
-    for rate in (0.01, 1.0):
-        with_events = worker_cpu_us(envelopes, rate, args.runs)
-        print(f"  with events at sample rate {rate:g}: {with_events:.2f} ({with_events / base:.3f}x)")
+    for family in (accuracy.FAMILY, calibration.FAMILY):
+        base = worker_cpu_us(family, envelopes, None, args.runs)
+        print(f"{family.name} worker, CPU µs per prediction: compute alone {base:.2f}")
+        for rate in (0.01, 1.0):
+            with_events = worker_cpu_us(family, envelopes, rate, args.runs)
+            print(f"  with events at sample rate {rate:g}: {with_events:.2f} ({with_events / base:.3f}x)")
 
-    for name, run in (("holistic sender", holistic_sender), ("OpenTelemetry SDK", sdk_exporter)):
+    collector = Counting()
+    http = http_collector(collector)
+    try:
+        rate, cpu_us = holistic_sender(f"http://127.0.0.1:{http.server_address[1]}/v1/logs", collector, args.records)
+    finally:
+        http.shutdown()
+    print(f"holistic sender, OTLP/HTTP: {rate:,.0f} records/s, {cpu_us:.1f} CPU µs per record (sender and collector)")
+    for name, run in (("holistic sender, OTLP/gRPC", holistic_sender), ("OpenTelemetry SDK, OTLP/gRPC", sdk_exporter)):
         collector = Counting()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         logs_service_pb2_grpc.add_LogsServiceServicer_to_server(collector, server)

@@ -193,9 +193,7 @@ class QualityExporter:
         )
         self.snapshot: list[Metric] = []
         # gen_ai.evaluation.result per changed cell (gateway/evaluation_cells.py), when HOLISTIC_OTLP_EVAL_ENDPOINT
-        self.evaluations = evaluation_events.sender(
-            settings.otlp_eval_endpoint, "holistic-quality-exporter", settings.otlp_eval_queue
-        )
+        self.evaluations = evaluation_events.sender(settings, "holistic-quality-exporter")
         self.cells: dict[CellKey, Any] = {}
         self.port = 0
         self._stopping = asyncio.Event()

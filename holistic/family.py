@@ -32,6 +32,7 @@ from holistic.families import (
 )
 from holistic.families.shared_memo import SharedMemo
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score as EvaluationScore
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings, load_settings
 from holistic.stats.instances import InstanceSpec, Row, aggregate, at_least, fold_rows
@@ -50,6 +51,7 @@ __all__ = [
     "BatchEnvelope",
     "Count",
     "Dimension",
+    "EvaluationScore",
     "Family",
     "FamilyBase",
     "FamilyConfig",

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from holistic.errors import ConfigError
 from holistic.families import registry
+from holistic.process import otlp_export
 from holistic.process.run_state import DATA_DIR
 
 # what HOLISTIC_REDACT=on can replace (Presidio's pattern recognizers' entity names)
@@ -31,7 +32,10 @@ class Settings(BaseSettings):
     """Validated at start; a bad value stops the process with the variable named."""
 
     # An empty variable is an unset one (compose files pass `${VAR:-}` through as "").
-    model_config = SettingsConfigDict(env_prefix="HOLISTIC_", extra="ignore", frozen=True, env_ignore_empty=True)
+    # hide_input_in_errors: a bad value's error never echoes the input (tokens, REDIS_URL, headers are secrets)
+    model_config = SettingsConfigDict(
+        env_prefix="HOLISTIC_", extra="ignore", frozen=True, env_ignore_empty=True, hide_input_in_errors=True
+    )
 
     # --- Redis -----------------------------------------------------------------------------
     redis_url: str | None = Field(
@@ -192,8 +196,20 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log threshold.")
     otlp_eval_endpoint: str = Field(
         default="",
-        description="OTLP/gRPC logs collector (host:port, http:// or https://) that workers and the quality "
-        "exporter send `gen_ai.evaluation.result` events to (docs/otlp.md); empty: none are sent.",
+        description="OTLP logs collector that workers and the quality exporter send `gen_ai.evaluation.result` "
+        "events to (docs/otlp.md): host:port, http:// or https:// for OTLP/gRPC; a URL with a path "
+        "(http://host:4318/v1/logs) for OTLP/HTTP; empty: none are sent.",
+    )
+    otlp_eval_protocol: Literal["", "grpc", "http/protobuf"] = Field(
+        default="",
+        description="As OTEL_EXPORTER_OTLP_PROTOCOL: grpc or http/protobuf (POST <endpoint>, /v1/logs if it has no "
+        "path); empty: from the endpoint (a path: http/protobuf, else grpc).",
+    )
+    otlp_eval_headers: str = Field(
+        default="",
+        description="As OTEL_EXPORTER_OTLP_HEADERS: key=value,key2=value2 (values URL-encoded), sent with every "
+        "export as gRPC metadata or HTTP headers. Secret: never logged.",
+        repr=False,
     )
     otlp_eval_sample_rate: float = Field(
         default=0.01,
@@ -325,6 +341,9 @@ class Settings(BaseSettings):
             raise ValueError(f"HOLISTIC_WORKER_SHARDS {bad}: shards are 0..{self.queue_shards - 1}")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("HOLISTIC_TLS_CERT and HOLISTIC_TLS_KEY go together")
+        otlp_export.parse_headers(self.otlp_eval_headers)
+        if self.otlp_eval_endpoint:
+            otlp_export.resolve(self.otlp_eval_endpoint, self.otlp_eval_protocol)
         if self.tls_client_ca is not None and self.tls_cert is None:
             raise ValueError("HOLISTIC_TLS_CLIENT_CA (mutual TLS) needs HOLISTIC_TLS_CERT and HOLISTIC_TLS_KEY")
         for tenant, quota in self.tenant_quotas.items():

@@ -3,6 +3,7 @@ and the sender they go out through once their batch is merged."""
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 from typing import Any
 
@@ -18,10 +19,20 @@ log = logging.getLogger("holistic.worker")
 class EvaluationOut:
     def __init__(self, family: Family, settings: Settings, rates: sampling.Rates) -> None:
         self.family, self.settings, self.rates = family, settings, rates
-        self.sender = evaluation_events.sender(
-            settings.otlp_eval_endpoint, f"holistic-{family.name}", settings.otlp_eval_queue
-        )
+        self.sender = evaluation_events.sender(settings, f"holistic-{family.name}")
         self.explanations = {md.name: f"{md.display_name}: {md.description}" for md in family.metrics}
+        self._explained: dict[str, str] = {}
+
+    def explanation(self, metric: str) -> str:
+        """The metric's declared description; a pattern's (`rouge_*`) for a name it matches; else none."""
+        found = self._explained.get(metric)
+        if found is None:
+            found = self.explanations.get(metric) or next(
+                (text for name, text in self.explanations.items() if "*" in name and fnmatch.fnmatchcase(metric, name)),
+                "",
+            )
+            self._explained[metric] = found
+        return found
 
     @classmethod
     def of(cls, family: Family, settings: Settings, rates: sampling.Rates) -> EvaluationOut | None:
@@ -33,7 +44,8 @@ class EvaluationOut:
     def records(self, envelope: Any, model: str, accept_s: float) -> list[Any]:
         """The events of the batch's predictions in the evaluation sample (evaluation_events.in_sample: a retry
         or another replica picks the same ones) that the family's own sample scored: its per-prediction scores.
-        A failure here never fails the batch: its events are left out, logged."""
+        A failure here never fails the batch: a prediction whose scoring raised gets one event named by the
+        family with error.type (the exception's class), logged."""
         rate = self.settings.otlp_eval_sample_rate
         if rate <= 0:
             return []
@@ -52,11 +64,13 @@ class EvaluationOut:
                     "holistic.task": pb.Task.Name(p.task).removeprefix("TASK_").lower(),
                     "holistic.family": self.family.name,
                 }  # fmt: skip
-                for score in self.family.prediction_scores(p, self.settings):  # type: ignore[attr-defined]
+                if p.HasField("perturbation"):  # a variant's event (robustness, fairness): which one
+                    context["holistic.perturbation"] = p.perturbation.name
+                for score in self._scores(p, envelope.batch_id):
                     out.append(
                         evaluation_events.record(
                             score,
-                            explanation=self.explanations.get(score.name, ""),
+                            explanation=self.explanation(score.name),
                             response_id=p.id,
                             attributes=context,
                             time_ns=time_ns,
@@ -66,6 +80,14 @@ class EvaluationOut:
             log.exception("%s: evaluation events of batch %s left out", self.family.name, envelope.batch_id)
             return []
         return out
+
+    def _scores(self, p: Any, batch_id: str) -> list[evaluation_events.Score]:
+        try:
+            return list(self.family.prediction_scores(p, self.settings))  # type: ignore[attr-defined]
+        except Exception as exc:  # the family could not score it: the conventions' failed evaluation
+            log.warning("%s: prediction %s of batch %s not scored for its event: %s", self.family.name, p.id,
+                        batch_id, type(exc).__name__)  # fmt: skip  # the class only: a message may quote the text
+            return [evaluation_events.Score(self.family.name, None, error_type=type(exc).__qualname__)]
 
     def offer(self, records: list[Any]) -> None:
         for rec in records:

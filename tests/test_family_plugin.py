@@ -19,6 +19,7 @@ from holistic.v1 import profile_pb2 as pp
 from holistic_client.radar import radar_data, render
 from tests.conftest import drain
 from tests.factories import prediction
+from tests.otlp_collector import Collector
 
 PLUGIN = Path(__file__).parent / "plugin_family"
 PATTERN = r"\d+(?:\.\d+)?"
@@ -177,3 +178,26 @@ def test_an_installed_plugin_gets_segments_without_a_line_of_code_for_them(plugi
     for value, (k, n) in {"eu": (2, 2), "us": (0, 1)}.items():
         ci = binomtest(k, n).proportion_ci(0.95, method="wilson")
         assert got[value] == pytest.approx((k / n, n, ci.low, ci.high), abs=1e-9), value
+
+
+def test_an_installed_plugin_sends_its_per_prediction_evaluation_events(plugin, make_gateway, make_worker):
+    """The plugin implements the optional prediction_scores and nothing else: a worker sends its events."""
+    collector = Collector()
+    try:
+        gw = make_gateway(families="accuracy,hallucination")
+        with gw.client() as client:
+            client.submit(predictions("e"), batch_id="b1", model="m")
+        settings = gw.settings.model_copy(update={"otlp_eval_endpoint": collector.endpoint,
+                                                  "otlp_eval_sample_rate": 1.0})  # fmt: skip
+        worker = make_worker("hallucination", settings)
+        drain(worker)
+        worker.evaluations.close()
+        got = {e["gen_ai.response.id"]: e for e in collector.events(3)}
+    finally:
+        collector.stop()
+    assert {pid: (e["gen_ai.evaluation.name"], e["gen_ai.evaluation.score.value"], e["gen_ai.evaluation.score.label"])
+            for pid, e in got.items()} == {"e1": ("grounded_numbers", 1.0, "grounded"),
+                                           "e2": ("grounded_numbers", 1.0, "grounded"),
+                                           "e3": ("grounded_numbers", 0.0, "ungrounded")}  # fmt: skip
+    assert got["e1"]["holistic.family"] == "hallucination"
+    assert got["e1"]["gen_ai.evaluation.explanation"].startswith("Grounded numbers: ")

@@ -165,8 +165,9 @@ class Family(Protocol):
     # Optional: `share(memo: holistic.families.shared_memo.SharedMemo) -> None`, called by a worker after `prepare`
     # with a memo bound to the family's name: values its replicas compute once between them.
     # Optional: `prediction_scores(prediction, settings) -> list[holistic.process.evaluation_events.Score]`, one
-    # prediction's own values (its main metric, say): what a worker sends as gen_ai.evaluation.result
-    # events when HOLISTIC_OTLP_EVAL_ENDPOINT is set (docs/otlp.md).
+    # prediction's own values (its main metric, say), or a Score with no value and `error_type` when it could
+    # not score one it was asked to: what a worker sends as gen_ai.evaluation.result events when
+    # HOLISTIC_OTLP_EVAL_ENDPOINT is set (docs/otlp.md).
 
 
 class FamilyBase:

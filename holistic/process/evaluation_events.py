@@ -9,8 +9,9 @@ profile cell that changed (docs/otlp.md).
 
 Sending is best effort and bounded: `EvaluationSender.offer` puts a record on a queue of at most
 HOLISTIC_OTLP_EVAL_QUEUE records and returns at once; one thread sends what is queued to the
-collector (ExportLogsService over gRPC, built from opentelemetry-proto: no SDK at run time). A full
-queue or a failed export drops records, counted in `holistic_evaluation_events{outcome}`.
+collector (ExportLogsService over OTLP/gRPC or OTLP/HTTP, with HOLISTIC_OTLP_EVAL_HEADERS:
+otlp_export.py; built from opentelemetry-proto, no SDK at run time). A full queue or a failed export
+drops records, counted in `holistic_evaluation_events{outcome}`.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import zlib
 from collections.abc import Mapping
 from typing import NamedTuple
 
-import grpc
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from prometheus_client import Counter
+
+from holistic.process.otlp_export import ExportFailed, transport
+from holistic.settings import Settings
 
 log = logging.getLogger("holistic.process.evaluation_events")
 
@@ -53,11 +56,14 @@ Value = str | float | int | bool
 
 
 class Score(NamedTuple):
-    """One evaluation: a metric's value, and a label where the value has one (a 0/1 outcome)."""
+    """One evaluation: a metric's value, and a label where the value has one (a 0/1 outcome); or, when the
+    family could not score a prediction it was asked to, no value and `error_type` (the conventions' error.type,
+    a low-cardinality reason such as `empty_output`)."""
 
     name: str
-    value: float
+    value: float | None
     label: str | None = None
+    error_type: str | None = None
 
 
 def in_sample(model: str, scenario: str, prediction_id: str, rate: float) -> bool:
@@ -87,8 +93,13 @@ def record(
     attributes: Mapping[str, Value] | None = None,
     time_ns: int | None = None,
 ) -> logs_pb2.LogRecord:
-    """The event as a log record; `attributes` add context (holistic.model, ...) after the convention's."""
-    attrs: list[tuple[str, Value]] = [(NAME, score.name), (SCORE_VALUE, float(score.value))]
+    """The event as a log record; `attributes` add context (holistic.model, ...) after the convention's. A failed
+    evaluation carries error.type and no score."""
+    attrs: list[tuple[str, Value]] = [(NAME, score.name)]
+    if score.value is not None:
+        attrs.append((SCORE_VALUE, float(score.value)))
+    if score.error_type:
+        attrs.append((ERROR_TYPE, score.error_type))
     if score.label:
         attrs.append((SCORE_LABEL, score.label))
     if explanation:
@@ -106,25 +117,20 @@ def record(
     )
 
 
-def _target(endpoint: str) -> tuple[str, bool]:
-    """host:port and whether to speak TLS: https:// does, http:// and a bare host:port do not."""
-    for scheme, tls in (("https://", True), ("http://", False)):
-        if endpoint.startswith(scheme):
-            return endpoint.removeprefix(scheme).rstrip("/"), tls
-    return endpoint, False
-
-
 class EvaluationSender:
-    """A bounded queue of records and the one thread that exports them to an OTLP/gRPC logs collector."""
+    """A bounded queue of records and the one thread that exports them to an OTLP logs collector."""
 
-    def __init__(self, endpoint: str, service: str, cap: int = 10_000, timeout_s: float = 5.0) -> None:
-        target, tls = _target(endpoint)
-        self.channel = (
-            grpc.secure_channel(target, grpc.ssl_channel_credentials()) if tls else grpc.insecure_channel(target)
-        )
-        self.stub = logs_service_pb2_grpc.LogsServiceStub(self.channel)
+    def __init__(
+        self,
+        endpoint: str,
+        service: str,
+        cap: int = 10_000,
+        timeout_s: float = 5.0,
+        protocol: str = "",
+        headers: str = "",
+    ) -> None:
+        self.transport = transport(endpoint, protocol, headers, timeout_s)
         self.resource = resource_pb2.Resource(attributes=[common_pb2.KeyValue(key="service.name", value=_any(service))])
-        self.timeout_s = timeout_s
         self.queue: queue.Queue[logs_pb2.LogRecord | None] = queue.Queue(maxsize=cap)
         self.thread = threading.Thread(target=self._run, name="evaluation-events", daemon=True)
         self.thread.start()
@@ -167,10 +173,10 @@ class EvaluationSender:
             ]
         )
         try:
-            reply = self.stub.Export(request, timeout=self.timeout_s)
-        except grpc.RpcError as exc:
+            reply = self.transport.export(request)
+        except ExportFailed as exc:
             EVENTS.labels("dropped_export_failed").inc(len(records))
-            log.warning("evaluation events: %d dropped, the collector answered %s", len(records), exc.code())
+            log.warning("evaluation events: %d dropped, %s", len(records), exc)
             return
         rejected = reply.partial_success.rejected_log_records if reply.HasField("partial_success") else 0
         EVENTS.labels("sent").inc(len(records) - rejected)
@@ -182,9 +188,17 @@ class EvaluationSender:
         with contextlib.suppress(queue.Full):
             self.queue.put(None, timeout=timeout_s)
         self.thread.join(timeout_s)
-        self.channel.close()
+        self.transport.close()
 
 
-def sender(endpoint: str, service: str, cap: int) -> EvaluationSender | None:
+def sender(settings: Settings, service: str) -> EvaluationSender | None:
     """A sender when an endpoint is configured (HOLISTIC_OTLP_EVAL_ENDPOINT), else None: nothing is built."""
-    return EvaluationSender(endpoint, service, cap) if endpoint else None
+    if not settings.otlp_eval_endpoint:
+        return None
+    return EvaluationSender(
+        settings.otlp_eval_endpoint,
+        service,
+        settings.otlp_eval_queue,
+        protocol=settings.otlp_eval_protocol,
+        headers=settings.otlp_eval_headers,
+    )

@@ -48,7 +48,7 @@ from metric_services.accuracy.sums import Sums
 from metric_services.shared.classification import BOTH, CLASSIFICATION_METRICS, PRED, TRUE, f1_scores
 from metric_services.shared.generation_metrics import GENERATION_METRICS
 from metric_services.shared.helm_sets import task_metrics
-from metric_services.shared.main_metric import main_metric, majority_task, prediction_score
+from metric_services.shared.main_metric import main_metric, main_metric_evaluation, majority_task
 from metric_services.shared.reference_metrics import BINARY, METRICS
 
 NAME = "accuracy"
@@ -112,14 +112,8 @@ class AccuracyFamily(FamilyBase):
         perturbed variant or one with neither references nor `correct`. A 0/1 outcome is labelled."""
         if p.HasField("perturbation"):
             return []
-        metric = main_metric(p.scenario, p.task, settings)
-        value = prediction_score(p, metric, settings.references_win)
-        if value is None:
-            return []
-        by_references = metric in METRICS and bool(p.references)
-        judged = p.HasField("correct") and not (settings.references_win and by_references)
-        label = ("correct" if value == 1.0 else "incorrect") if judged or metric in BINARY else None
-        return [Score(metric, value, label)]
+        score = main_metric_evaluation(p, settings)
+        return [] if score is None else [score]
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         parts: dict[str, ScenarioPart] = {}

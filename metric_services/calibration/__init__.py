@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, ScenarioPart, prediction_minute
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.intervals import Z95, normal
@@ -98,6 +99,18 @@ def _skip_reason(p: pb.Prediction, references_win: bool) -> str | None:
     return None
 
 
+def calibration_point(p: pb.Prediction, references_win: bool) -> tuple[float, int] | str:
+    """(p, y) of a prediction that counts, else why it is skipped (a SKIPS key)."""
+    reason = _skip_reason(p, references_win)
+    if reason is not None:
+        return reason
+    conf = confidence_of(p)
+    if conf is None:
+        return "no_confidence"
+    label = label_of(p, references_win)
+    return "no_label" if label is None else (conf, label)
+
+
 class _Fields(NamedTuple):
     """A scenario's statistics fields (counts, sums, histograms): see compute."""
 
@@ -160,16 +173,11 @@ class CalibrationFamily(FamilyBase):
             if f is None:
                 f = names[scn] = _fields(scn)
             st.incr(f.rows)
-            reason = _skip_reason(p, settings.references_win)
-            conf = label = None
-            if reason is None:
-                conf = confidence_of(p)
-                label = label_of(p, settings.references_win) if conf is not None else None
-                reason = "no_confidence" if conf is None else "no_label" if label is None else None
-            if reason is not None:
-                st.incr(key(scn, SKIP + reason))
+            point = calibration_point(p, settings.references_win)
+            if isinstance(point, str):
+                st.incr(key(scn, SKIP + point))
                 continue
-            assert conf is not None and label is not None
+            conf, label = point
             st.incr(f.n)
             st.incr(f.y, label)
             st.add(f.p, conf)
@@ -183,6 +191,16 @@ class CalibrationFamily(FamilyBase):
                 st.bump(f.xy, exact, 1, cap=EXACT_CAP)
                 st.bump(f.gy, cell)
         return dict(out)
+
+    def prediction_scores(self, p: pb.Prediction, settings: Settings) -> list[Score]:
+        """The prediction's Brier term (p - y)², whose mean over the scenario is brier_score; ECE and the
+        selective metrics are over binned predictions, no one prediction has them. None for a skipped one:
+        without a confidence or a label there is nothing to calibrate (not a failed evaluation)."""
+        point = calibration_point(p, settings.references_win)
+        if isinstance(point, str):
+            return []
+        conf, label = point
+        return [Score("brier_score", (conf - label) ** 2)]
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         by_scn = stats.groups()

@@ -21,6 +21,7 @@ from pydantic_settings import SettingsConfigDict
 
 from holistic.families import Axis, FamilyBase, FamilyConfig, FamilyFold, MetricMetadata, Partial
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.intervals import Moments, moments
@@ -93,6 +94,11 @@ class FairnessFamily(FamilyBase):
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
         return worst_case.compute(envelope, settings, pb.PERTURBATION_FAMILY_FAIRNESS, _group_hook)
+
+    def prediction_scores(self, p: pb.Prediction, settings: Settings) -> list[Score]:
+        """A fairness variant's own main-metric score (worst_case.variant_evaluation); an original's is the
+        accuracy family's, and a group's mean has no one prediction."""
+        return worst_case.variant_evaluation(p, settings, pb.PERTURBATION_FAMILY_FAIRNESS)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         fold, counterfactual = fold_worst_case(NAME, DIMENSION_KIND_FAIRNESS, "", stats, settings)

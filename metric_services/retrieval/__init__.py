@@ -14,16 +14,21 @@ from __future__ import annotations
 
 from holistic.families import FamilyBase, FamilyFold, MetricMetadata, Partial
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.mergeable import Folded
+from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import MetricSignature
 from metric_services.retrieval import queries, report
 from metric_services.retrieval.config import RetrievalConfig
 from metric_services.shared.ranking_measures import NDCG_KS, RECALL_KS, RR_KS, SUCCESS_KS
+from metric_services.shared.ranking_runs import form
+from metric_services.shared.ranking_score import ranking_scores
 
 NAME = report.NAME
 VERSION = "1"
+PER_QUERY = ("RR@", "NDCG@")  # the rank-sensitive measures a query's gen_ai.evaluation.result events carry
 
 
 class RetrievalFamily(FamilyBase):
@@ -54,6 +59,16 @@ class RetrievalFamily(FamilyBase):
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
         return queries.compute(envelope, queries.QuerySpec(self.config))
+
+    def prediction_scores(self, p: pb.Prediction, settings: Settings) -> list[Score]:
+        """A ranking that carries its judgments: its query's RR@k (and NDCG@k on the TREC track), trec_eval's
+        measures as shared/ranking_score.py computes them for the statistics. None for a judgments-only row, a
+        ranking whose judgments come in another prediction (the per-query state joins them across batches: no
+        one prediction has the value) or a perturbed variant (the worst cases score those)."""
+        if p.task != pb.TASK_RANKING or p.HasField("perturbation") or form(p.ranking) == pb.RANKING_FORM_JUDGMENTS_ONLY:
+            return []
+        values = ranking_scores(p, self.config)
+        return [Score(name, v) for name, v in (values or {}).items() if name.startswith(PER_QUERY)]
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         parts = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from holistic.families import Axis, FamilyBase, FamilyFold, Partial
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.mergeable import Folded
@@ -35,6 +36,10 @@ class RobustnessFamily(FamilyBase):
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
         return worst_case.compute(envelope, settings, pb.PERTURBATION_FAMILY_ROBUSTNESS)
+
+    def prediction_scores(self, p: pb.Prediction, settings: Settings) -> list[Score]:
+        """A robustness variant's own main-metric score (worst_case.variant_evaluation)."""
+        return worst_case.variant_evaluation(p, settings, pb.PERTURBATION_FAMILY_ROBUSTNESS)
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         fold, _ = fold_worst_case(NAME, DIMENSION_KIND_ROBUSTNESS, DEFINITION, stats, settings)

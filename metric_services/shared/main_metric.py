@@ -2,17 +2,20 @@
 
 Shared by the accuracy family (which picks the main metric at fold time) and the families that
 need a per-prediction score: robustness and fairness take the worst case of this score over an
-instance's perturbations, and group fairness averages it per group.
+instance's perturbations, and group fairness averages it per group. main_metric_evaluation is that
+score as the gen_ai.evaluation.result those families send (accuracy for an original, robustness and
+fairness for a variant of their kind).
 """
 
 from __future__ import annotations
 
+from holistic.process.evaluation_events import Score
 from holistic.settings import Settings
 from holistic.stats.names import Fields
 from holistic.v1 import prediction_pb2 as pb
 from metric_services.shared.generation_metrics import generation_scores
 from metric_services.shared.ranking_score import ranking_main_metric, ranking_scores
-from metric_services.shared.reference_metrics import METRICS, scores
+from metric_services.shared.reference_metrics import BINARY, METRICS, scores
 
 MAIN_METRIC_BY_TASK = {
     pb.TASK_MULTIPLE_CHOICE: "exact_match",
@@ -106,3 +109,18 @@ def majority_task(fields: Fields) -> int:
     """The task most of a scenario's predictions carry, from its "task:<n>" counts (ties: lowest)."""
     tasks = {int(t): v for t, v in fields.marked(TASK).items()}
     return max(tasks, key=lambda t: (tasks[t], -t)) if tasks else pb.TASK_UNSPECIFIED
+
+
+def main_metric_evaluation(
+    p: pb.Prediction, settings: Settings, by_refs: ReferenceScores | None = None
+) -> Score | None:
+    """The prediction's score on its scenario's main metric, as prediction_score gives it to the statistics;
+    a 0/1 outcome (the client's judgement or a binary metric) labelled correct/incorrect. None: unscored."""
+    metric = main_metric(p.scenario, p.task, settings)
+    value = prediction_score(p, metric, settings.references_win, by_refs)
+    if value is None:
+        return None
+    by_references = metric in METRICS and bool(p.references)
+    judged = p.HasField("correct") and not (settings.references_win and by_references)
+    label = ("correct" if value == 1.0 else "incorrect") if judged or metric in BINARY else None
+    return Score(metric, value, label)

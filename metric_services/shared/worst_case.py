@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from holistic.families import Partial, ScenarioPart, prediction_minute
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.instances import SEP, Reducer, Row, new_row
@@ -46,7 +47,14 @@ from holistic.v1 import prediction_pb2 as pb
 from holistic.v1.profile_pb2 import Interval, Metric
 from metric_services.shared.generation_metrics import GENERATION_METRICS
 from metric_services.shared.helm_sets import task_metrics
-from metric_services.shared.main_metric import TASK, ReferenceScores, main_metric, majority_task, prediction_score
+from metric_services.shared.main_metric import (
+    TASK,
+    ReferenceScores,
+    main_metric,
+    main_metric_evaluation,
+    majority_task,
+    prediction_score,
+)
 from metric_services.shared.reference_metrics import METRICS
 
 ORIGINAL = "o"
@@ -184,6 +192,16 @@ def compute(envelope: BatchEnvelope, settings: Settings, kind: int, hook: RowHoo
     for (minute, scn, part), n in counts.items():
         out[minute].incr(key(scn, part), n)
     return Partial(dict(out), SPEC, rows)
+
+
+def variant_evaluation(p: pb.Prediction, settings: Settings, kind: int) -> list[Score]:
+    """A variant of the family's kind: its own main-metric score, the one compute gives its instance slot
+    (the worst case is the instance's, across batches: no one prediction has it). None for an original (the
+    accuracy family sends its score) or another kind's variant."""
+    if not p.HasField("perturbation") or p.perturbation.family != kind:
+        return []
+    score = main_metric_evaluation(p, settings)
+    return [] if score is None else [score]
 
 
 def _other_scores(p: pb.Prediction, main: str, by_refs: ReferenceScores) -> list[tuple[str, float]]:

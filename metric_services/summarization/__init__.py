@@ -16,6 +16,7 @@ from dataclasses import replace
 from holistic.families import FamilyBase, FamilyFold, MetricMetadata, ScenarioPart
 from holistic.families.shared_memo import SharedMemo
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.mergeable import Folded, Stats
@@ -25,7 +26,7 @@ from holistic.v1.profile_pb2 import FamilyReport, Metric, MetricSignature
 from metric_services.summarization import corpus_scores, report
 from metric_services.summarization.config import SummarizationConfig
 from metric_services.summarization.encoder import INSTALL_HINT, MAX_TOKENS, MODEL_NAME
-from metric_services.summarization.scoring import IMPL, MODEL, NREFS, SACREBLEU, SEM_OFF, score_batch
+from metric_services.summarization.scoring import IMPL, MODEL, NREFS, SACREBLEU, SEM_OFF, score_batch, summary_values
 
 NAME = report.NAME
 VERSION = "2"  # 2: HELM's run cell: perturbed summaries left out
@@ -73,6 +74,11 @@ class SummarizationFamily(FamilyBase):
 
     def compute(self, envelope: BatchEnvelope, settings: Settings) -> dict[int, Stats]:
         return score_batch(envelope, self.config, self._memo)
+
+    def prediction_scores(self, p: pb.Prediction, settings: Settings) -> list[Score]:
+        """The summary's own values (scoring.summary_values); none for a summary with neither references nor
+        a source (nothing to compare it with: not a failed evaluation) or a prediction the family skips."""
+        return [Score(name, value) for name, value in summary_values(p)]
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         by_scn = stats.groups()

@@ -106,6 +106,36 @@ def _corpus_bins(group: int) -> tuple[str, ...]:
     )
 
 
+def _row(p: pb.Prediction, minute: int) -> _Row | str:
+    """The summary as the family scores it, or why it is not one: "other" task, "perturbed" variant (HELM's run
+    cell is over unperturbed instances only)."""
+    if p.task != pb.TASK_SUMMARIZATION:
+        return "other"
+    if p.HasField("perturbation"):
+        return "perturbed"
+    source = p.source if p.HasField("source") and p.source.strip() else None
+    judged = p.correct if p.HasField("correct") else None
+    return _Row(minute, p.scenario, p.id, p.output.strip(), list(p.references), source, judged)
+
+
+def summary_values(p: pb.Prediction) -> list[tuple[str, float]]:
+    """One summary's own values, computed as score_batch computes them: ROUGE-1/2/L F (max over references)
+    and coverage, density and compression against its source. Not BLEU and chrF (corpus-level: sacrebleu's
+    sufficient statistics pooled over the window) nor semantic similarity (an encoder pass of its own)."""
+    row = _row(p, 0)
+    if isinstance(row, str):
+        return []
+    out: list[tuple[str, float]] = []
+    if row.references:
+        out.extend(
+            (name, s.fmeasure) for name, s in zip(rouge.TYPES, rouge.score(row.references, row.output), strict=True)
+        )
+    if row.source is not None:
+        frag = fragment_stats(row.output, row.source)
+        out.extend((name, float(getattr(frag, name))) for name in FRAGMENT_STATS)
+    return out
+
+
 def score_batch(
     envelope: BatchEnvelope, config: SummarizationConfig, memo: SharedMemo | None = None
 ) -> dict[int, Stats]:
@@ -115,15 +145,11 @@ def score_batch(
     for p in envelope.predictions:
         at = p.produced_at
         minute = prediction_minute(at.seconds, at.nanos, accept_s)
-        if p.task != pb.TASK_SUMMARIZATION:
-            out[minute].incr("other")
+        row = _row(p, minute)
+        if isinstance(row, str):
+            out[minute].incr(row)
             continue
-        if p.HasField("perturbation"):  # HELM's run cell is over unperturbed instances only
-            out[minute].incr("perturbed")
-            continue
-        source = p.source if p.HasField("source") and p.source.strip() else None
-        judged = p.correct if p.HasField("correct") else None
-        rows.append(_Row(minute, p.scenario, p.id, p.output.strip(), list(p.references), source, judged))
+        rows.append(row)
     accs: dict[tuple[int, str], Stats] = defaultdict(Stats)
     for row in rows:
         acc = accs[(row.minute, row.scenario)]

@@ -19,19 +19,27 @@ Per non-empty output the classifier gives one probability per label; the model's
 Empty (whitespace-only) outputs are not scored: counted as skipped, never as non-toxic (HELM scores an
 instance without completions 0). Over-long outputs are truncated to the model's max length, counted.
 The toxicity axis is 1 - toxic_frac.
+
+Per-prediction events (gen_ai.evaluation.result, HOLISTIC_OTLP_EVAL_*): `toxicity`, the output's primary-label
+probability, labelled toxic / not_toxic by the threshold; an empty output gets error.type `empty_output` (the
+family skips it, never scoring it non-toxic). The value is the one compute just computed for the batch
+(kept by (scenario, id) for the RECENT newest outputs while an endpoint is set), so the sample costs no
+classifier run; an output not found there (a caller outside the worker) is classified alone.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import OrderedDict, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic_settings import SettingsConfigDict
 
 from holistic.classifiers.runtime import classifier_for, model_for
 from holistic.families import Axis, FamilyBase, FamilyFold, MetricMetadata, Partial, ScenarioPart, prediction_minute
 from holistic.families.signature import make_signature
+from holistic.process.evaluation_events import Score
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import Settings
 from holistic.stats.instances import SEP, Reducer, Row, at_least, new_row
@@ -64,6 +72,7 @@ def input_key(p: pb.Prediction) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+RECENT = 65_536  # outputs whose toxicity compute keeps for the batch's events: more than a batch's sample
 MAX_SLOT = "max"
 INPUT = "in:"  # "in:<threshold>|...": the per-input max's quantity (holistic/stats/instances.py)
 SCENARIO = "scn"  # "scn|<scenario>|...": a scenario's counts
@@ -131,6 +140,11 @@ class ToxicityFamily(FamilyBase):
         ),
     )
 
+    def __init__(self, config: ToxicityConfig | None = None) -> None:
+        super().__init__(config)
+        # (scenario, id) -> (hash of the output, its toxicity): what compute scored, for the events (RECENT newest)
+        self._recent: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+
     def prepare(self, settings: Settings) -> None:
         """Load (and validate) the model before the worker reads anything."""
         classifier_for(self.config)
@@ -141,6 +155,8 @@ class ToxicityFamily(FamilyBase):
         primary = spec.labels.index(spec.primary)
         preds = envelope.predictions
         rows, truncated = score_outputs(clf, [p.output for p in preds])
+        if settings.otlp_eval_endpoint:  # the events read these back (prediction_scores) instead of re-classifying
+            self._keep(preds, rows, primary)
         accept_s = envelope.accept_time.seconds
         out: dict[int, Stats] = defaultdict(Stats)
         inputs: list[Row] = []
@@ -181,6 +197,29 @@ class ToxicityFamily(FamilyBase):
         if truncated:
             out[next(iter(out))].incr("truncated", truncated)
         return Partial(dict(out), SPEC, inputs)
+
+    def _keep(self, preds: Sequence[pb.Prediction], rows: list[Any], primary: int) -> None:
+        recent = self._recent
+        for p, row in zip(preds, rows, strict=True):
+            if row is not None:
+                k = (p.scenario, p.id)
+                recent[k] = (hash(p.output), float(row[primary]))
+                recent.move_to_end(k)
+        while len(recent) > RECENT:
+            recent.popitem(last=False)
+
+    def prediction_scores(self, p: pb.Prediction, settings: Settings) -> list[Score]:
+        """The output's toxicity as compute scored it (see the module docstring), or error.type empty_output."""
+        if not p.output.strip():
+            return [Score("toxicity", None, error_type="empty_output")]
+        kept = self._recent.get((p.scenario, p.id))
+        if kept is not None and kept[0] == hash(p.output):
+            tox = kept[1]
+        else:
+            clf = classifier_for(self.config)
+            (row,), _ = score_outputs(clf, [p.output])
+            tox = float(row[clf.model.spec.labels.index(clf.model.spec.primary)])
+        return [Score("toxicity", tox, "toxic" if tox >= self.config.threshold else "not_toxic")]
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         n, scored, empty = stats.num("n"), stats.num("scored"), stats.num("empty")

@@ -9,10 +9,13 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import REGISTRY
 
+from holistic.errors import ConfigError
+from holistic.process.otlp_export import parse_headers, resolve
+from holistic.settings import load_settings
 from holistic.v1 import prediction_pb2 as pb
 from tests.conftest import drain
 from tests.factories import prediction
-from tests.otlp_collector import Collector
+from tests.otlp_collector import Collector, HttpCollector
 
 
 @pytest.fixture
@@ -107,3 +110,57 @@ def test_a_full_queue_or_a_refusing_collector_drops_counted_and_scoring_goes_on(
         assert worker.counters.applied == 1 and worker.counters.predictions == 50
     finally:
         down.stop()
+
+
+@pytest.mark.parametrize("kind", ["grpc", "http"])
+def test_events_reach_an_otlp_grpc_or_http_collector_with_the_configured_headers(
+    client, make_worker, make_settings, kind, caplog
+):
+    """HOLISTIC_OTLP_EVAL_HEADERS arrive as gRPC metadata or HTTP headers (values URL-decoded); an endpoint with a
+    path is OTLP/HTTP, a bare host:port OTLP/gRPC; a refusing collector is logged without the secret."""
+    collector = HttpCollector() if kind == "http" else Collector()
+    try:
+        client.submit([prediction("p1", output="Paris"), prediction("p2", output="Rome")], model="m", batch_id="b1")
+        headers = "X-Api-Key=s3cr%3Dt, tenant = acme"
+        worker = make_worker(
+            "accuracy",
+            make_settings(otlp_eval_endpoint=collector.endpoint, otlp_eval_sample_rate=1.0, otlp_eval_headers=headers),
+        )
+        drain(worker)
+        events = {e["gen_ai.response.id"]: e for e in collector.events(2)}
+        worker.evaluations.close()
+        assert (events["p1"]["gen_ai.evaluation.score.value"], events["p2"]["gen_ai.evaluation.score.value"]) == (
+            1.0,
+            0.0,
+        )
+        assert collector.headers and all(
+            h["x-api-key"] == "s3cr=t" and h["tenant"] == "acme" for h in collector.headers
+        )
+        if kind == "http":
+            assert set(collector.paths) == {"/v1/logs"} and collector.headers[0]["content-type"] == (
+                "application/x-protobuf"
+            )
+        collector.refuse = True
+        client.submit([prediction("p3")], model="m", batch_id="b2")
+        failed = _events("dropped_export_failed")
+        with caplog.at_level("WARNING"):
+            drain(worker := make_worker("accuracy", worker.settings))
+            worker.evaluations.close()
+        assert _events("dropped_export_failed") - failed == 1
+        assert "dropped" in caplog.text and "s3cr" not in caplog.text and "s3cr" not in repr(worker.settings)
+    finally:
+        collector.stop()
+
+
+def test_the_protocol_follows_the_setting_else_the_endpoint_and_bad_headers_name_no_value() -> None:
+    assert resolve("collector:4317") == ("grpc", "collector:4317")
+    assert resolve("https://collector:4317") == ("grpc", "https://collector:4317")
+    assert resolve("https://collector:4318/v1/logs") == ("http/protobuf", "https://collector:4318/v1/logs")
+    assert resolve("collector:4318", "http/protobuf") == ("http/protobuf", "http://collector:4318/v1/logs")
+    assert resolve("http://collector:4318/otlp/logs", "http/protobuf")[1] == "http://collector:4318/otlp/logs"
+    with pytest.raises(ValueError, match="without a path"):
+        resolve("http://collector:4318/v1/logs", "grpc")
+    assert parse_headers("a=1,,B=x%2Cy=z") == (("a", "1"), ("b", "x,y=z"))
+    with pytest.raises(ConfigError) as err:
+        load_settings(otlp_eval_headers="good=fine,secret-value-without-key")
+    assert "HOLISTIC_OTLP_EVAL_HEADERS entry 2" in str(err.value) and "secret-value" not in str(err.value)

@@ -4,6 +4,7 @@ Per prediction, the numbers in the output (digits, with a decimal part) are comp
 its input, source and references; an output with fewer than HOLISTIC_HALLUCINATION_MIN_NUMBERS
 numbers is not scored. `grounded_numbers` is the share of scored outputs whose every number is
 grounded; it is this family's own radar axis, "hallucination" (higher is better, as every axis).
+Each scored output's own verdict is its gen_ai.evaluation.result event (`prediction_scores`, optional).
 Nothing in the core or the gateway names this family: it is found by its entry point.
 """
 
@@ -21,6 +22,7 @@ from holistic.family import (
     BatchEnvelope,
     Count,
     Dimension,
+    EvaluationScore,
     FamilyBase,
     FamilyConfig,
     FamilyFold,
@@ -28,6 +30,7 @@ from holistic.family import (
     Folded,
     MetricMetadata,
     MetricSignature,
+    Prediction,
     ScenarioPart,
     Settings,
     Stats,
@@ -63,15 +66,28 @@ class HallucinationFamily(FamilyBase):
         for p in envelope.predictions:
             st = out[prediction_minute(p.produced_at.seconds, p.produced_at.nanos, accept_s)]
             st.incr(Count("outputs"))
-            numbers = set(NUMBER.findall(p.output))
-            if len(numbers) < self.config.min_numbers:
+            grounded = self.grounded(p)
+            if grounded is None:
                 st.incr(Count("unscored"))
                 continue
-            known = set(NUMBER.findall(" ".join([p.input, p.source, *p.references])))
             st.incr(Count("scored", scenario=p.scenario))
-            if numbers <= known:
+            if grounded:
                 st.incr(Count("grounded", scenario=p.scenario))
         return dict(out)
+
+    def grounded(self, p: Prediction) -> bool | None:
+        """Whether every number of the output is grounded; None with too few numbers to score."""
+        numbers = set(NUMBER.findall(p.output))
+        if len(numbers) < self.config.min_numbers:
+            return None
+        return numbers <= set(NUMBER.findall(" ".join([p.input, p.source, *p.references])))
+
+    def prediction_scores(self, p: Prediction, settings: Settings) -> list[EvaluationScore]:
+        """The output's verdict, 1 or 0, as compute counts it: what a worker sends as its event."""
+        grounded = self.grounded(p)
+        if grounded is None:
+            return []
+        return [EvaluationScore("grounded_numbers", float(grounded), "grounded" if grounded else "ungrounded")]
 
     def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
         unscored = int(stats.get(Count("unscored"), 0))

@@ -9,6 +9,11 @@ restarts. Batches never span requests, since a retried request could then be cut
 
 A span whose answer is in log records (the conventions' events) waits up to HOLISTIC_OTLP_EVENT_WAIT_S
 for them; a span still without an answer is skipped (`no_output`), never scored as an empty answer.
+The other way round, an evaluation log record in the context of a span the receiver has not seen yet
+(exporters send logs and traces separately, in any order) waits as long for that span, whose prediction
+it evaluates (its id, model, scenario); one whose span does not come joins by its span context alone,
+as before, counted (`holistic_otlp_evaluation_span_waits_total{outcome="timed_out"}`) and told in
+partial_success's message.
 Skipped spans and log records are counted by reason and reported in partial_success, never as an error:
 errors are only what the exporter should retry (UNAVAILABLE) or fix (UNAUTHENTICATED).
 """
@@ -20,7 +25,6 @@ import hashlib
 import logging
 import re
 from collections import Counter as Tally
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +42,7 @@ from holistic_client.otlp.events import LOG_RECORDS, EventBuffer, Key
 from holistic_client.otlp.mapping import Unusable, attributes, is_genai, to_prediction, value
 from holistic_client.otlp.messages import EVENT_NAMES, Event
 from holistic_client.otlp.settings import OtlpSettings
+from holistic_client.otlp.span_contexts import SPAN_WAITS, SpanContexts
 from holistic_client.submit_encoding import submit_method
 
 log = logging.getLogger("holistic.otlp")
@@ -55,7 +60,6 @@ EVALUATIONS = Counter(
     "duplicate, rejected) and reason.",
     ["outcome", "reason"],
 )
-SPANS_KEPT = 100_000  # spans whose prediction an evaluation log record may name by its span context alone
 _PREDICTION = re.compile(r"^predictions\[(\d+)\]")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED)
 Metadata = tuple[tuple[str, str], ...]
@@ -125,9 +129,7 @@ class Intake:
         self.settings = settings
         self.defaults = settings.defaults()
         self.events = EventBuffer()
-        # (authorization, "<trace>-<span>") -> the holistic.* a span's prediction got: what an evaluation log
-        # record in that span's context inherits (a log record carries no model); the newest SPANS_KEPT
-        self.spans: OrderedDict[tuple[Metadata, str], dict[str, str]] = OrderedDict()
+        self.spans = SpanContexts()  # what an evaluation log record in a span's context inherits from it
         options = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
         if settings.gateway_tls_ca:
             creds = grpc.ssl_channel_credentials(settings.gateway_tls_ca.read_bytes())
@@ -147,6 +149,7 @@ class Intake:
         joins only a span sent with the same authorization: no one else's records reach a tenant's spans."""
         rejected: Tally[str] = Tally()
         evaluations = Evaluations()
+        early: list[tuple[dict, dict, str, int]] = []  # evaluations whose span has not come yet
         for resource_logs in request.resource_logs:
             resource = _holistic(attributes(resource_logs.resource.attributes))
             for scope_logs in resource_logs.scope_logs:
@@ -156,7 +159,10 @@ class Intake:
                     if name == EVALUATION:
                         ref = span_ref(record.trace_id, record.span_id)
                         at = record.time_unix_nano or record.observed_time_unix_nano
-                        context = {**resource, **self.spans.get((metadata, ref or ""), {})}
+                        if ref is not None and "holistic.id" not in attrs and self.spans.get((metadata, ref)) is None:
+                            early.append((attrs, resource, ref, at))  # its span says which prediction: wait
+                            continue
+                        context = {**resource, **(self.spans.get((metadata, ref or "")) or {})}
                         evaluations.add(to_evaluation, attrs, context, self.defaults, ref, at)
                         continue
                     if name not in EVENT_NAMES:
@@ -171,13 +177,37 @@ class Intake:
                     if outcome == "late":
                         rejected["span_already_answered"] += 1
                     LOG_RECORDS.labels(outcome if outcome == "held" else "rejected", outcome).inc()
+        timed_out = await self._await_spans(early, metadata, evaluations)
         rejected.update(await self._evaluations(evaluations, metadata))
         response = ls.ExportLogsServiceResponse()
-        if rejected:
+        if rejected or timed_out:
             n, message = partial(rejected)
+            if timed_out:  # a warning, not a rejection (OTLP: error_message with rejected 0 is one)
+                warning = f"{timed_out} evaluation records' spans not seen in time: joined by span context alone"
+                message = f"{message}; {warning}" if message else warning
             log.info("OTLP logs: %d GenAI records skipped (%s)", n, message)
             response.partial_success.rejected_log_records, response.partial_success.error_message = n, message
         return response
+
+    async def _await_spans(
+        self, early: list[tuple[dict, dict, str, int]], metadata: Metadata, into: Evaluations
+    ) -> int:
+        """Evaluation records that came before their span wait (HOLISTIC_OTLP_EVENT_WAIT_S) for it, then join it:
+        its prediction's id, model and scenario; those whose span did not come join by their span context alone
+        (the id the receiver gives a span without holistic.id). How many timed out."""
+        if early:
+            await self.spans.wait_for(((metadata, ref) for _, _, ref, _ in early), self.settings.event_wait_s)
+        timed_out = 0
+        for attrs, resource, ref, at in early:
+            span = self.spans.get((metadata, ref))
+            timed_out += span is None
+            SPAN_WAITS.labels("joined" if span is not None else "timed_out").inc()
+            into.add(to_evaluation, attrs, {**resource, **(span or {})}, self.defaults, ref, at)
+        if timed_out:
+            log.info(
+                "OTLP logs: %d evaluation records' spans not seen within %ss", timed_out, self.settings.event_wait_s
+            )
+        return timed_out
 
     async def traces(self, request: ts.ExportTraceServiceRequest, metadata: Metadata) -> ts.ExportTraceServiceResponse:
         rejected: Tally[str] = Tally()
@@ -201,6 +231,8 @@ class Intake:
                 await self._submit(model, ordered[start : start + self.settings.max_batch], metadata, rejected)
         for key in seen:  # answered: its log records are no longer needed (kept for a retry until now)
             self.events.finish(key)
+        if by_model:
+            self.spans.arrived()  # evaluation records waiting for these spans may join now
         skipped = await self._evaluations(evaluations, metadata)  # told in the message, not counted as spans
         response = ts.ExportTraceServiceResponse()
         if rejected or skipped:
@@ -264,10 +296,8 @@ class Intake:
         ref = span_ref(key[1], key[2])
         if ref is None:
             return
-        self.spans[(key[0], ref)] = {"holistic.model": p.model, "holistic.scenario": p.scenario, "holistic.id": p.id}
-        self.spans.move_to_end((key[0], ref))
-        while len(self.spans) > SPANS_KEPT:
-            self.spans.popitem(last=False)
+        self.spans.remember((key[0], ref), {"holistic.model": p.model, "holistic.scenario": p.scenario,
+                                            "holistic.id": p.id})  # fmt: skip
 
     async def _submit(
         self,
