@@ -90,8 +90,8 @@ class QualitySettings(BaseSettings):
     baselines: Annotated[list[tuple[str, str, str]], NoDecode] = Field(
         default_factory=list,
         description="Pinned baselines, comma separated: `model=baseline` or `tenant|model=baseline` (the baseline in "
-        "the model's tenant). Per pair and axis, and per scenario main metric both have, the evidence that the "
-        "model's all-time value is below the baseline's.",
+        "the model's tenant). Per pair and axis, per scenario main metric both have and per segment value both "
+        "have a cell for, the evidence that the model's all-time value is below the baseline's.",
     )
     refresh_s: float = Field(default=15.0, gt=0, description="Seconds between two snapshots.")
     address: str = Field(default="127.0.0.1:9465", description="host:port of /metrics.")
