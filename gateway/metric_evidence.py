@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from gateway import baseline_evidence, sequential
 from holistic.errors import ConfigError
@@ -28,6 +29,18 @@ from holistic.v1 import profile_pb2 as pp
 
 SHARE = "wilson"  # the interval method of a share of 0/1 outcomes (holistic/stats/metric_values.py)
 MEAN = "normal"  # of a mean over predictions
+
+
+class Readable(Protocol):
+    """What the evidence reads: n scores in [0, 1] whose mean is `score`, higher better (a Scored, or a
+    segment cell: gateway/segment_evidence.py)."""
+
+    @property
+    def n(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def lower_is_better(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -92,13 +105,13 @@ def floor_of(floors: Mapping[str, float], scenario: str, metric: str) -> float |
     return floors.get(f"{scenario}/{metric}", floors.get(metric))
 
 
-def floor_evidence(scored: Scored, floor: float) -> float:
+def floor_evidence(scored: Readable, floor: float) -> float:
     """E-value against "the metric's mean is at or above `floor`" (at or below it, for a lower-is-better
     metric, whose floor is its ceiling)."""
     level = 1.0 - floor if scored.lower_is_better else floor
     return sequential.evidence(scored.n, scored.score, level)
 
 
-def against_baseline(current: Scored, pinned: Scored) -> float:
+def against_baseline(current: Readable, pinned: Readable) -> float:
     """Evidence that the current's metric is worse than its pinned baseline's (baseline_evidence's)."""
     return baseline_evidence.evidence(current.n, current.score, pinned.n, pinned.score)

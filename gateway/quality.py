@@ -9,7 +9,8 @@ plugin family's own axis included), or family and metric; per segment cell (docs
 family's main metric with family, metric, segment_key and segment_value ("(other)" for the other cell):
 at most HOLISTIC_SEGMENT_MAX_KEYS × (HOLISTIC_SEGMENT_TOP_K + 1) values per family. The alert evidence
 read from the all-time profile: per axis (labels axis, and baseline against a pinned version) and per
-scenario metric (scenario, family, metric: gateway/metric_evidence.py).
+scenario metric (scenario, family, metric: gateway/metric_evidence.py) and per segment cell (family, metric,
+segment_key, segment_value: gateway/segment_evidence.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from gateway import baseline_evidence, metric_evidence, sequential
+from gateway import baseline_evidence, metric_evidence, segment_evidence, sequential
 from holistic.families import exported_metrics
 from holistic.families.registry import is_installed, load_family
 from holistic.v1 import profile_pb2 as pp
@@ -29,11 +30,13 @@ METRIC_LABELS = ("tenant", "model", "family", "metric", "window", "period")
 PROFILE_LABELS = ("tenant", "model", "window", "period")
 # better: "higher" or "lower" (the metric's direction, so one alert rule covers both)
 SEGMENT_LABELS = ("tenant", "model", "family", "metric", "segment_key", "segment_value", "better", "window", "period")
-OTHER_VALUE = "(other)"  # the segment_value of a key's other cell
+OTHER_VALUE = segment_evidence.OTHER_VALUE  # the segment_value of a key's other cell
 EVIDENCE_LABELS = ("tenant", "model", "axis")
 BASELINE_EVIDENCE_LABELS = ("tenant", "model", "baseline", "axis")
 METRIC_EVIDENCE_LABELS = ("tenant", "model", "scenario", "family", "metric")
 METRIC_BASELINE_EVIDENCE_LABELS = ("tenant", "model", "baseline", "scenario", "family", "metric")
+SEGMENT_EVIDENCE_LABELS = ("tenant", "model", "family", "metric", "segment_key", "segment_value")
+SEGMENT_BASELINE_EVIDENCE_LABELS = ("tenant", "model", "baseline", "family", "metric", "segment_key", "segment_value")
 
 
 def axis_name(dim: pp.Dimension) -> str:
@@ -159,12 +162,33 @@ class QualitySeries:
         )
     )
 
+    segment_evidence: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_segment_alert_evidence",
+            "E-value that a segment cell's main metric is below its floor (above its ceiling, lower-is-better) over "
+            "all time (gateway/segment_evidence.py): at or above 20, at most a 5 % chance of a false alarm over the "
+            "stream's whole life, however often it is read.",
+            labels=SEGMENT_EVIDENCE_LABELS,
+        )
+    )
+
+    segment_baseline_evidence: GaugeMetricFamily = field(
+        default_factory=lambda: GaugeMetricFamily(
+            "holistic_quality_segment_alert_baseline_evidence",
+            "Evidence that a segment cell's main metric is worse than the pinned baseline's same cell over all "
+            "time, the baseline's uncertainty included (gateway/segment_evidence.py): at or above 20, at most a "
+            "5 % chance of a false alarm over the pair's whole life, however often it is read.",
+            labels=SEGMENT_BASELINE_EVIDENCE_LABELS,
+        )
+    )
+
     def families(self) -> list[Metric]:
         return [
             self.axis_score, self.axis_lower, self.axis_upper, self.axis_samples, self.metric_value,
             self.metric_lower, self.metric_upper, self.metric_samples, self.segment_value, self.segment_lower,
             self.segment_upper, self.segment_samples, self.predictions, self.alert_evidence, self.baseline_evidence,
-            self.metric_evidence, self.metric_baseline_evidence,
+            self.metric_evidence, self.metric_baseline_evidence, self.segment_evidence,
+            self.segment_baseline_evidence,
         ]  # fmt: skip
 
     def add_evidence(self, profile: pp.Profile, tenant: str, floors: Mapping[str, float]) -> None:
@@ -203,6 +227,16 @@ class QualitySeries:
             if s.main and base is not None and base.main:
                 value = metric_evidence.against_baseline(s, base)
                 self.metric_baseline_evidence.add_metric([tenant, current.model, baseline.model, *key], value)
+
+    def add_segment_evidence(self, profile: pp.Profile, tenant: str, floors: Mapping[str, float]) -> None:
+        """Per segment cell with a floor that the e-process may read, the evidence it is below the floor."""
+        for key, value in segment_evidence.floor_series(profile, floors):
+            self.segment_evidence.add_metric([tenant, profile.model, *key], value)
+
+    def add_segment_baseline_evidence(self, current: pp.Profile, baseline: pp.Profile, tenant: str) -> None:
+        """Per named segment cell both all-time profiles have, the evidence the current's is below the baseline's."""
+        for key, value in segment_evidence.baseline_series(current, baseline):
+            self.segment_baseline_evidence.add_metric([tenant, current.model, baseline.model, *key], value)
 
     def add_profile(
         self,

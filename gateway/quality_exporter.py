@@ -9,7 +9,9 @@ the settings: models (≤ HOLISTIC_QUALITY_MAX_MODELS) × windows × 2 periods �
 the picked metrics × 4 + segment cells × 4 + 1), segment cells at most families × HOLISTIC_SEGMENT_MAX_KEYS ×
 (HOLISTIC_SEGMENT_TOP_K + 1), plus the evidence series: axes per model with floors, axes per pinned pair of
 HOLISTIC_QUALITY_BASELINES; per model, its scenarios × HOLISTIC_QUALITY_METRIC_FLOORS' metrics, and per pinned
-pair, the scenarios whose main metric both models have (gateway/metric_evidence.py).
+pair, the scenarios whose main metric both models have (gateway/metric_evidence.py); per model, its floored
+segment cells, and per pinned pair, the named cells both have (at most the segment cells above,
+gateway/segment_evidence.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -35,7 +38,7 @@ from gateway.quality import QualitySeries, floor_family
 from holistic.errors import ConfigError, NotFound
 from holistic.process import evaluation_events
 from holistic.redis.connection import RETRYABLE, async_client
-from holistic.settings import Settings
+from holistic.settings import SEGMENT_KEY, Settings
 from holistic.tenancy.tenants import DEFAULT_TENANT, SEPARATOR
 from holistic.v1 import profile_pb2 as pp
 
@@ -52,6 +55,8 @@ DEFAULT_FLOORS = {
     "accuracy": 0.5, "calibration": 0.8, "robustness": 0.5, "fairness": 0.5,
     "bias": 0.5, "toxicity": 0.95, "efficiency": 0.9,
 }  # fmt: skip
+# a segment cell's floor: `family/metric[key=value]`, the key a HOLISTIC_SEGMENT_KEYS name, the value any
+_CELL = re.compile(rf"[^/\[\]\s]+/[^/\[\]\s]+\[{SEGMENT_KEY.pattern}=.+\]")
 
 
 def _csv(value: Any) -> Any:
@@ -76,16 +81,17 @@ class QualitySettings(BaseSettings):
     axis_floors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_FLOORS))
     metric_floors: Annotated[dict[str, float], NoDecode] = Field(
         default_factory=dict,
-        description='Floors of scenario metrics, JSON: `{"exact_match": 0.7}` (in every scenario) or '
-        '`{"qa/exact_match": 0.7}` (one scenario; it wins); a lower-is-better metric\'s is its ceiling '
-        '(`{"toxic_frac": 0.1}`). Per floored metric and scenario, the evidence that its all-time value is worse; '
-        "shares and declared main metrics only (docs/prometheus.md).",
+        description='Floors of scenario metrics, JSON: `{"exact_match": 0.7}` (in every scenario and segment '
+        'cell) or `{"qa/exact_match": 0.7}` (one scenario; it wins) or `{"toxicity/toxic_frac[region=eu]": 0.1}` '
+        "(one segment cell, `[region=(other)]` the other; it wins); a lower-is-better metric's is its ceiling "
+        '(`{"toxic_frac": 0.1}`). Per floored metric and scenario or segment cell, the evidence that its all-time '
+        "value is worse; shares and declared main metrics only (docs/prometheus.md).",
     )
     baselines: Annotated[list[tuple[str, str, str]], NoDecode] = Field(
         default_factory=list,
         description="Pinned baselines, comma separated: `model=baseline` or `tenant|model=baseline` (the baseline in "
-        "the model's tenant). Per pair and axis, and per scenario main metric both have, the evidence that the "
-        "model's all-time value is below the baseline's.",
+        "the model's tenant). Per pair and axis, per scenario main metric both have and per segment value both "
+        "have a cell for, the evidence that the model's all-time value is below the baseline's.",
     )
     refresh_s: float = Field(default=15.0, gt=0, description="Seconds between two snapshots.")
     address: str = Field(default="127.0.0.1:9465", description="host:port of /metrics.")
@@ -142,8 +148,9 @@ class QualitySettings(BaseSettings):
     @field_validator("metric_floors", mode="before")
     @classmethod
     def _named_metrics(cls, value: Any) -> Any:
-        """A JSON object of `metric` or `scenario/metric` (any name a profile's scenario carries, a plugin
-        family's included) to a number in [0, 1]; each bad entry named."""
+        """A JSON object of `metric`, `scenario/metric` (any name a profile's scenario carries, a plugin
+        family's included) or `family/metric[key=value]` (a segment cell) to a number in [0, 1]; each bad
+        entry named."""
         if isinstance(value, str):
             try:
                 value = json.loads(value) if value.strip() else {}
@@ -154,8 +161,12 @@ class QualitySettings(BaseSettings):
         for name, floor in value.items():
             scenario, slash, metric = str(name).rpartition("/")
             parts = [scenario, metric] if slash else [metric]
-            if any(not p or p != p.strip() for p in parts):
-                raise ValueError(f"{name!r} is not `metric` or `scenario/metric`")
+            if str(name).endswith("]"):  # a segment cell's
+                malformed = not _CELL.fullmatch(str(name))
+            else:
+                malformed = any(not p or p != p.strip() for p in parts)
+            if malformed:
+                raise ValueError(f"{name!r} is not `metric`, `scenario/metric` or `family/metric[key=value]`")
             if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1:
                 raise ValueError(f"{name!r}: {floor!r} is not a number in [0, 1] (metric floors are scores)")
         return value
@@ -267,6 +278,7 @@ class QualityExporter:
             return
         series.add_evidence(everything, tenant, self.quality.axis_floors)
         series.add_metric_evidence(everything, tenant, self.quality.metric_floors)
+        series.add_segment_evidence(everything, tenant, self.quality.metric_floors)
 
     async def _add_baseline_evidence(self, series: QualitySeries, tenant: str, model: str, baseline: str) -> None:
         """Both all-time profiles: the model's, and its pinned baseline's (frozen or still serving)."""
@@ -277,6 +289,7 @@ class QualityExporter:
             return  # one of the two has sent nothing yet: nothing to compare
         series.add_baseline_evidence(current, pinned, tenant)
         series.add_metric_baseline_evidence(current, pinned, tenant)
+        series.add_segment_baseline_evidence(current, pinned, tenant)
 
     async def _refresh_forever(self) -> None:
         """Refresh every refresh_s until stopped; stopping waits for a refresh in flight, never cancels it

@@ -40,7 +40,7 @@ def tool(name: str) -> str:
 def test_promtool_checks_the_rules():
     out = subprocess.run([tool("promtool"), "check", "rules", str(RULES)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 12 rules found" in out.stdout
+    assert "SUCCESS: 14 rules found" in out.stdout
 
 
 def test_promtool_unit_tests_of_the_rules():

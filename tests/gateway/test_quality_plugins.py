@@ -92,3 +92,36 @@ def test_floors_take_any_axis_name_but_not_an_empty_one_or_a_score_outside_0_1()
         load_quality_settings(axis_floors={" ": 0.5})
     with pytest.raises(ConfigError, match=r"HOLISTIC_QUALITY_AXIS_FLOORS: .*\[0, 1\]"):
         load_quality_settings(axis_floors={"brevity": 1.5})
+
+
+@pytest.mark.usefixtures("two_plugins")
+def test_a_plugin_familys_share_gets_evidence_per_segment_cell_with_no_edit(make_gateway, make_worker):
+    """brevity's main metric (short_outputs, a share) per region: eu 1 short output of 4, us 2 of 2, against a
+    floor of 0.9; the evidence is the e-process's on each cell's own count and share."""
+    gw = make_gateway(families="brevity", segment_keys=["region"])
+    outputs = [("eu", "Paris"), ("eu", "About 37 of them"), ("eu", "It was in 1999 I think"),
+               ("eu", "Rome is the capital city"), ("us", "2"), ("us", "It was 1999")]  # fmt: skip
+    preds = []
+    for i, (region, output) in enumerate(outputs):
+        p = prediction(f"p{i}", output=output)
+        p.metadata["region"] = region
+        preds.append(p)
+    with gw.client() as client:
+        client.submit(preds, batch_id="b1", model="m")
+    drain(make_worker("brevity", gw.settings))
+    quality = load_quality_settings(models=["m"], windows=["all"], previous=False, refresh_s=3600, axis_floors={},
+                                    metric_floors={"short_outputs": 0.9})  # fmt: skip
+    exporter = ExporterThread(gw.settings, quality)
+    try:
+        got = exporter.scrape()
+    finally:
+        exporter.stop()
+    cells = {
+        dict(k[1])["segment_value"]: (v, dict(k[1])["family"], dict(k[1])["metric"])
+        for k, v in got.items()
+        if k[0] == "holistic_quality_segment_alert_evidence"
+    }
+    assert cells == {
+        "eu": (sequential.evidence(4, 0.25, 0.9), "brevity", "short_outputs"),
+        "us": (sequential.evidence(2, 1.0, 0.9), "brevity", "short_outputs"),
+    }
