@@ -18,6 +18,7 @@ from gateway import paired
 from gateway.profiles import ProfileReader, Stored, WindowSpec
 from gateway.validation import NAME_RE
 from holistic.compare import bootstrap as bucket_bootstrap
+from holistic.compare import margin as margin_rule
 from holistic.compare import significance
 from holistic.compare.profiles import Change, compare, dimension_name, previous_range, segment_cell
 from holistic.errors import FieldViolation, InvalidArgument
@@ -244,12 +245,20 @@ def respond(
     margin: float,
     judged: list[str],
 ) -> es.CompareProfilesResponse:
-    """The response: every cell with its adjusted p-value and verdict, and the decision over `judged`."""
+    """The response: every cell with its adjusted p-value and verdict (two-sided, adjusted over every cell
+    tested), its margin test (holistic/compare/margin.py, adjusted over the judged cells), and the
+    decision over `judged`."""
     names = list(tests)
     adjusted = dict(zip(names, significance.ADJUSTMENTS[method]([tests[n].p for n in names]), strict=True))
     out = es.CompareProfilesResponse(before=before, after=after, multiplicity=method, level=level, margin=margin)
     dims = {dimension_name(d) for p in (before, after) for d in p.dimensions if d.HasField("score")}
-    verdicts: dict[str, int] = {}
+    chosen: list[str] = []
+    for name in judged:  # "any": every axis scored on a side ("any" itself when none is)
+        chosen += (sorted(dims) or ["any"]) if name == "any" else [name]
+    chosen = list(dict.fromkeys(chosen))
+    directions = {c.name: _direction(cells[1][c.name]) for c in changes} | {p.name: p.direction for p in pairs}
+    one_sided = {n: (tests[n], directions[n]) for n in chosen if n in tests and directions.get(n)}
+    _, p_margin_adjusted, failing = margin_rule.worse(one_sided, margin, level, method)
     for c in changes:
         msg_after, msg_before = cells[1][c.name], cells[0].get(c.name)
         cell = out.cells.add(name=c.name, kind=c.kind, matters=c.matters, why=why.get(c.name, c.why))
@@ -262,40 +271,43 @@ def respond(
             cell.after = c.after
         if c.delta is not None:
             cell.difference = c.delta
-        direction = _direction(msg_after)
-        _judge(cell, tests.get(c.name), adjusted.get(c.name), level, direction)
-        verdicts[c.name] = cell.verdict
+        _judge(cell, tests.get(c.name), adjusted.get(c.name), level, directions[c.name], margin)
     for p in pairs:
         cell = out.cells.add(name=p.name, kind="paired", before=p.before, after=p.after, difference=p.after - p.before)
         cell.before_count = cell.after_count = p.count
+        cell.lower_is_better = p.direction < 0
         cell.why = "the instances both models scored"
-        _judge(cell, p.test, adjusted.get(p.name), level, 0)
+        _judge(cell, p.test, adjusted.get(p.name), level, p.direction, margin)
     by_name = {c.name: c for c in out.cells}
-    chosen: list[str] = []
-    for name in judged:  # "any": every axis scored on a side ("any" itself when none is)
-        chosen += (sorted(dims) or ["any"]) if name == "any" else [name]
-    for name in dict.fromkeys(chosen):
+    for name, p_adj in p_margin_adjusted.items():
+        by_name[name].p_margin_adjusted = p_adj
+    for name in chosen:
         cell = by_name.get(name)
         if cell is None or cell.verdict in (es.VERDICT_ONE_SIDED, es.VERDICT_NOT_ENOUGH_DATA):
             out.not_enough_data.append(name)
-        elif cell.verdict == es.VERDICT_WORSE and abs(cell.difference) > margin:
+        elif name in failing:
             out.worse.append(name)
     if out.worse:
         out.decision = es.DECISION_WORSE
         out.summary = f"worse: {', '.join(out.worse)} got significantly worse beyond the margin {margin:g} " \
-            f"({method}-adjusted p below {level:g})"  # fmt: skip
+            f"(one-sided margin test, {method}-adjusted p below {level:g})"  # fmt: skip
     elif out.not_enough_data:
         out.decision = es.DECISION_NOT_ENOUGH_DATA
         out.summary = f"not enough data to decide: {', '.join(out.not_enough_data)} has no value on a side or no test"
     else:
         out.decision = es.DECISION_PASS
-        out.summary = f"pass: none of {', '.join(dict.fromkeys(chosen))} got significantly worse beyond the " \
-            f"margin {margin:g} ({method}-adjusted p, level {level:g})"  # fmt: skip
+        out.summary = f"pass: none of {', '.join(chosen)} got significantly worse beyond the " \
+            f"margin {margin:g} (one-sided margin test, {method}-adjusted p, level {level:g})"  # fmt: skip
     return out
 
 
 def _judge(
-    cell: es.CellComparison, t: significance.Test | None, p_adjusted: float | None, level: float, direction: int
+    cell: es.CellComparison,
+    t: significance.Test | None,
+    p_adjusted: float | None,
+    level: float,
+    direction: int,
+    margin: float,
 ) -> None:
     if not (cell.HasField("before") and cell.HasField("after")):
         cell.verdict = es.VERDICT_ONE_SIDED
@@ -306,6 +318,9 @@ def _judge(
         )
         return
     cell.lower, cell.upper, cell.p, cell.p_adjusted, cell.test = t.lower, t.upper, t.p, p_adjusted, t.method
+    p_margin = margin_rule.margin_p(t, direction, margin)
+    if p_margin is not None:
+        cell.p_margin = p_margin
     if p_adjusted >= level:
         cell.verdict = es.VERDICT_NO_SIGNIFICANT_CHANGE
     elif direction == 0:

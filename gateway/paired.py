@@ -40,6 +40,7 @@ class PairedCell:
     after: float
     count: int
     test: significance.Test | None
+    direction: int = 0  # the family's paired_direction(slot): +1 higher is better, -1 lower, 0 none
 
 
 def live_days(now: float, ttl_s: int) -> list[int]:

@@ -43,7 +43,19 @@ def test_a_window_against_the_one_before(client, make_worker):
     tested = [c for c in r.cells if c.HasField("p")]
     assert [c.p_adjusted for c in tested] == pytest.approx(holm([c.p for c in tested]))  # over every cell tested
 
-    # a margin the worsening does not exceed: nothing worse, every judged cell tested: pass
+    # the margin test: one-sided p of "worse by at most the margin", adjusted over the judged cells only
+    assert acc.p_margin == acc.p_margin_adjusted < 1e-9  # margin 0: one-sided, half the two-sided p here
+    assert acc.p_margin == pytest.approx(acc.p / 2)
+    assert not [c.name for c in r.cells if c.HasField("p_margin_adjusted") and c.name != "accuracy"]
+    # se = (upper - d) / 1.96 = 0.08313; margin 0.3: z = -0.2 / 0.08313 = -2.41, p 0.0081: worse beyond it
+    beyond = client.compare_profiles("m", window="1h", fail_on=["accuracy"], margin=0.3)
+    assert cells(beyond)["accuracy"].p_margin == pytest.approx(0.00806, abs=5e-5)
+    assert (beyond.decision, list(beyond.worse)) == (es.DECISION_WORSE, ["accuracy"])
+    # margin 0.4: worse by 0.5 as a point estimate, but z = -0.1 / 0.08313 = -1.20, p 0.11: not significantly
+    # beyond 0.4, so it passes; margin 0.6: the worsening does not even reach it
+    within = client.compare_profiles("m", window="1h", fail_on=["accuracy"], margin=0.4)
+    assert cells(within)["accuracy"].p_margin == pytest.approx(0.1145, abs=5e-4)
+    assert within.decision == es.DECISION_PASS and cells(within)["accuracy"].verdict == es.VERDICT_WORSE
     assert client.compare_profiles("m", window="1h", fail_on=["accuracy"], margin=0.6).decision == es.DECISION_PASS
     bh = client.compare_profiles("m", window="1h", multiplicity=es.MULTIPLICITY_BENJAMINI_HOCHBERG)
     assert bh.multiplicity == "Benjamini-Hochberg"

@@ -95,7 +95,10 @@ async function compare(a, b) {
     for (const c of reply.cells) {
       const interval = c.lower === undefined ? "" : ` (95% ${fmt(c.lower, 3)} to ${fmt(c.upper, 3)})`;
       const p = c.pAdjusted === undefined ? "" : `, p ${fmt(c.p, 2)}, adjusted ${fmt(c.pAdjusted, 2)}, ${c.test}`;
-      console.log(`  ${c.name.padEnd(40)} ${fmt(c.before)} → ${fmt(c.after)}  ${Verdict[c.verdict].toLowerCase()}${interval}${p}`);
+      // the margin test (one-sided "worse by at most --margin"); adjusted over the --fail-on cells
+      const pm = c.pMargin === undefined ? ""
+        : `; margin ${reply.margin}: p ${fmt(c.pMargin, 2)}${c.pMarginAdjusted === undefined ? "" : `, adjusted ${fmt(c.pMarginAdjusted, 2)}`}`;
+      console.log(`  ${c.name.padEnd(40)} ${fmt(c.before)} → ${fmt(c.after)}  ${Verdict[c.verdict].toLowerCase()}${interval}${p}${pm}`);
     }
   }
   if (!failOn.length) return;
