@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from gateway import paired
 from gateway.profiles import ProfileReader, Stored, WindowSpec
@@ -22,7 +23,8 @@ from holistic.compare import margin as margin_rule
 from holistic.compare import significance
 from holistic.compare.profiles import Change, compare, dimension_name, previous_range, segment_cell
 from holistic.errors import FieldViolation, InvalidArgument
-from holistic.families import Family
+from holistic.families import Family, paired_direction
+from holistic.families.registry import UnknownFamily, load_family
 from holistic.profile.fold import HELM_AXES, axis_name
 from holistic.stats.mergeable import Folded
 from holistic.tenancy.tenants import internal_model
@@ -228,8 +230,19 @@ class Comparer:
             for fam in families:
                 sa = await paired.states(r, keys, a, fam, days, span)  # type: ignore[arg-type]
                 sb = await paired.states(r, keys, b, fam, days, span)  # type: ignore[arg-type]
-                out += paired.cells(fam, sa, sb)
+                family = self._family(fam)
+                out += [
+                    replace(c, direction=0 if family is None else paired_direction(family, c.slot))
+                    for c in paired.cells(fam, sa, sb)
+                ]
         return out
+
+    def _family(self, name: str) -> Family | None:
+        """The family's declaration; None where this gateway does not have it installed."""
+        try:
+            return (self.families or load_family)(name)
+        except UnknownFamily:
+            return None
 
 
 def respond(

@@ -4,17 +4,22 @@ passing."""
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 import pytest
 from scipy.stats import binomtest
 
-from holistic.compare.significance import BOOTSTRAP, HOLM, MCNEMAR_EXACT, WELCH, benjamini_hochberg, holm
+from holistic.compare.significance import BOOTSTRAP, HOLM, MCNEMAR_EXACT, WELCH, Z95, benjamini_hochberg, holm
+from holistic.families import Family
+from holistic.families.registry import load_family
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import prediction_pb2 as pb
+from holistic_client.client import Client
 from tests.conftest import drain
 from tests.factories import classified, prediction
 from tests.gateway.test_request_bounds import violations
@@ -100,7 +105,7 @@ def fair(model: str, pid: str, original: str, output: str, now: float) -> pb.Pre
     return p
 
 
-def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
+def submit_fair_pairs(client: Client) -> None:
     """30 instances (an original and its gender variant) scored by both models: a is right on every
     original, b wrong on 10 of them, so McNemar's discordant pairs are 10 against 0."""
     now = time.time()
@@ -111,20 +116,61 @@ def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
             preds.append(fair(model, f"q{i}", "", "Paris" if right else "Rome", now))
             preds.append(fair(model, f"q{i}~gender", f"q{i}", "Paris", now))
         client.submit(preds, model=model)
+
+
+def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
+    submit_fair_pairs(client)
     drain(make_worker("fairness"))
 
-    r = client.compare_profiles("a", "b", window="1h")
+    r = client.compare_profiles("a", "b", window="1h", fail_on=["fairness/paired:o"])
     paired = {c.name: c for c in r.cells if c.kind == "paired"}
-    original = next(c for name, c in paired.items() if name.endswith(":o"))
+    original = paired["fairness/paired:o"]
     assert (original.before, original.after, original.before_count) == (1.0, pytest.approx(20 / 30), 30)
     assert original.test == MCNEMAR_EXACT and original.p == pytest.approx(binomtest(0, 10, 0.5).pvalue)  # 0.00195
-    assert original.verdict == es.VERDICT_CHANGED and original.upper < 0
-    variant = next(c for name, c in paired.items() if name.endswith(":p:gender"))
+    # fairness declares its correctness slots higher-is-better: the paired cell is worse, and the gate fails on it
+    assert original.verdict == es.VERDICT_WORSE and original.upper < 0 and not original.lower_is_better
+    # the margin test by hand: Agresti-Min adds 1/2 to each cell: b = 10.5, c = 0.5, m = 32; centre -10/32,
+    # var (11 - 100/32) / 32^2, upper = centre + 1.96 sd = -0.14062; d = -1/3, se = (upper - d) / 1.96 = 0.098325,
+    # z = -0.33333 / 0.098325 = -3.390, p_margin = Phi(-3.390) = 0.000349
+    upper = -10 / 32 + Z95 * math.sqrt((11 - 100 / 32) / 32**2)
+    assert original.upper == pytest.approx(upper) and round(upper, 5) == -0.14062
+    se = (upper + 1 / 3) / Z95
+    assert (
+        original.p_margin == pytest.approx(0.5 * math.erfc(1 / 3 / se / math.sqrt(2)))
+        and 3.4e-4 < original.p_margin < 3.6e-4
+    )
+    assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["fairness/paired:o"])
+    reverse = client.compare_profiles("b", "a", window="1h", fail_on=["fairness/paired:o"])
+    assert cells(reverse)["fairness/paired:o"].verdict == es.VERDICT_BETTER and reverse.decision == es.DECISION_PASS
+    variant = paired["fairness/paired:p:gender"]
     assert (variant.before, variant.after, variant.p, variant.verdict) == (
         1.0, 1.0, 1.0, es.VERDICT_NO_SIGNIFICANT_CHANGE
     )  # fmt: skip
     # the same model against itself over the window before has no pairs (an instance lives in one minute)
     assert not [c for c in client.compare_profiles("a", window="1h").cells if c.kind == "paired"]
+
+
+class WithoutDirection:
+    """A family as a plugin without `paired_direction` declares it: the fairness family, less that method."""
+
+    def __init__(self, inner: Family) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "paired_direction":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_a_family_without_paired_direction_gives_paired_cells_without_one(make_gateway, make_worker):
+    gw = make_gateway({"fairness": WithoutDirection(load_family("fairness"))}, families=["fairness"])
+    with gw.client() as client:
+        submit_fair_pairs(client)
+        drain(make_worker("fairness", gw.settings))
+        r = client.compare_profiles("a", "b", window="1h", fail_on=["fairness/paired:o"])
+    original = cells(r)["fairness/paired:o"]
+    assert original.verdict == es.VERDICT_CHANGED and original.p < 0.05 and not original.HasField("p_margin")
+    assert r.decision == es.DECISION_PASS and not r.worse  # no better or worse: the gate has nothing to fail on
 
 
 def test_bad_requests_name_the_field(gateway, client):
