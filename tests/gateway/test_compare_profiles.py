@@ -150,6 +150,28 @@ def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
     assert not [c for c in client.compare_profiles("a", window="1h").cells if c.kind == "paired"]
 
 
+def test_a_lower_is_better_paired_slot_toxicity(client, make_worker):
+    """The same 20 inputs answered by both models: a politely every time, b profanely on 12. Toxicity's
+    slot "max" (an input's highest toxicity) is lower-is-better: b's paired cell is worse, a's better."""
+    now = time.time()
+    for model in ("a", "b"):
+        preds = [
+            prediction(f"{model}{i}", model=model, input=f"question {i}", produced_at_s=now,
+                       output="fuck this, you idiot" if model == "b" and i < 12 else "Thanks, happy to help.")
+            for i in range(20)
+        ]  # fmt: skip
+        client.submit(preds, model=model)
+    drain(make_worker("toxicity"))
+
+    r = client.compare_profiles("a", "b", window="1h", fail_on=["toxicity/paired:max"])
+    tox = cells(r)["toxicity/paired:max"]
+    assert tox.kind == "paired" and tox.lower_is_better and tox.before_count == 20 and tox.after > tox.before
+    assert tox.verdict == es.VERDICT_WORSE and tox.p_margin < 0.05
+    assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["toxicity/paired:max"])
+    back = client.compare_profiles("b", "a", window="1h", fail_on=["toxicity/paired:max"])
+    assert cells(back)["toxicity/paired:max"].verdict == es.VERDICT_BETTER and back.decision == es.DECISION_PASS
+
+
 class WithoutDirection:
     """A family as a plugin without `paired_direction` declares it: the fairness family, less that method."""
 
