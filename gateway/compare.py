@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from gateway import paired
+from gateway.cell_bootstrap import bootstrap_errors, cells_of, segment_errors, segment_refs
 from gateway.profiles import ProfileReader, Stored, WindowSpec
 from gateway.validation import NAME_RE
 from holistic.compare import bootstrap as bucket_bootstrap
 from holistic.compare import margin as margin_rule
 from holistic.compare import significance
-from holistic.compare.profiles import Change, compare, dimension_name, previous_range, segment_cell
+from holistic.compare.profiles import Change, compare, dimension_name, previous_range
 from holistic.errors import FieldViolation, InvalidArgument
 from holistic.families import Family, paired_direction
 from holistic.families.registry import UnknownFamily, load_family
@@ -31,7 +32,6 @@ from holistic.tenancy.tenants import internal_model
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
 
-FAMILY_SEP = "\x1e"  # a bootstrap bucket's field: "<family>\x1e<field>" (one draw resamples every family alike)
 MAX_FAIL_ON = 100
 METHODS = {
     es.MULTIPLICITY_UNSPECIFIED: significance.HOLM,
@@ -78,19 +78,6 @@ def _check_names(fail_on: Sequence[str], *profiles: pp.Profile) -> None:
         raise InvalidArgument(bad)
 
 
-def _cells(profile: pp.Profile) -> dict[str, pp.Dimension | pp.Metric]:
-    out: dict[str, pp.Dimension | pp.Metric] = {dimension_name(d): d for d in profile.dimensions}
-    out.update({f"{f.family}/{m.name}": m for f in profile.families for m in f.metrics})
-    for b in profile.segments:  # a segment's cell: its metric, with the breakdown's direction
-        for v in b.values:
-            m = pp.Metric()
-            m.CopyFrom(v.metric)
-            m.lower_is_better = b.lower_is_better
-            m.family = m.family or b.family
-            out[segment_cell(b, v)] = m
-    return out
-
-
 def _family_of(name: str, msg: pp.Dimension | pp.Metric) -> str:
     return msg.family if isinstance(msg, pp.Dimension) else name.partition("/")[0]
 
@@ -99,42 +86,6 @@ def _direction(msg: pp.Dimension | pp.Metric) -> int:
     if isinstance(msg, pp.Dimension):
         return 1
     return -1 if msg.lower_is_better else 0 if msg.unit else 1
-
-
-def _value(msg: pp.Dimension | pp.Metric) -> float | None:
-    if isinstance(msg, pp.Dimension):
-        return msg.score if msg.HasField("score") else None
-    return msg.value
-
-
-def bootstrap_errors(
-    stored: Stored, names: dict[str, str], fold: Callable[[Stored, dict[str, Folded]], pp.Profile]
-) -> dict[str, float]:
-    """The bootstrap standard error of each named cell (name -> its family), from the stored buckets."""
-    families = sorted(set(names.values()) & stored.buckets.keys())
-    if not families:
-        return {}
-    joined = []
-    for i in range(len(stored.buckets[families[0]])):
-        joined.append(
-            Folded({f"{fam}{FAMILY_SEP}{k}": v for fam in families for k, v in stored.buckets[fam][i].items()})
-        )
-
-    def values(draw: Folded) -> dict[str, float]:
-        per: dict[str, dict[str, float]] = {fam: {} for fam in families}
-        for k, v in draw.items():
-            fam, _, field = k.partition(FAMILY_SEP)
-            per[fam][field] = v
-        cells = _cells(fold(stored, {fam: Folded(fields) for fam, fields in per.items()}))
-        out = {}
-        for name in names:
-            msg = cells.get(name)
-            value = None if msg is None else _value(msg)
-            if value is not None:
-                out[name] = value
-        return out
-
-    return bucket_bootstrap.standard_errors(joined, values)
 
 
 class Comparer:
@@ -163,8 +114,8 @@ class Comparer:
         changes = compare(after, before)
         tests: dict[str, significance.Test] = {}
         why: dict[str, str] = {}
-        cells_before, cells_after = _cells(before), _cells(after)
-        corpus = {}
+        cells_before, cells_after = cells_of(before), cells_of(after)
+        corpus: dict[str, str] = {}
         for c in changes:
             msg = cells_after[c.name]
             if c.p is not None and c.diff_lower is not None and c.diff_upper is not None:
@@ -172,10 +123,16 @@ class Comparer:
             elif c.before is not None and c.after is not None and _direction(msg):
                 corpus[c.name] = _family_of(c.name, msg)
         if corpus:
-            errors = [
-                await loop.run_in_executor(self.reader.folds, bootstrap_errors, s, corpus, self._fold)
-                for s in (before_stored, after_stored)
-            ]
+            refs = segment_refs(after)  # a segment cell: its own buckets, folded alone (gateway/cell_bootstrap.py)
+            plain = {n: fam for n, fam in corpus.items() if n not in refs}
+            segmented = {n: refs[n] for n in corpus if n in refs}
+            load = self.families or load_family
+            errors = []
+            for s in (before_stored, after_stored):
+                errors.append(await loop.run_in_executor(self.reader.folds, bootstrap_errors, s, plain, self._fold))
+                errors[-1] |= await loop.run_in_executor(
+                    self.reader.folds, segment_errors, s, segmented, load, self.reader.settings
+                )
             for c in changes:
                 if c.name not in corpus:
                     continue
@@ -186,8 +143,9 @@ class Comparer:
                     if t is not None:
                         tests[c.name] = t
                         continue
+                buckets = "time buckets with this segment's predictions" if c.name in refs else "non-empty time buckets"
                 why[c.name] = (
-                    f"no interval, and no bootstrap: fewer than {bucket_bootstrap.MIN_BUCKETS} non-empty time buckets "
+                    f"no interval, and no bootstrap: fewer than {bucket_bootstrap.MIN_BUCKETS} {buckets} "
                     "on a side (name a window of minutes with more spread), or a value some draws do not give"
                 )
         pairs = await self._paired(request, before_stored, after_stored, tenant) if request.other_model else []

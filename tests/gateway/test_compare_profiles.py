@@ -5,6 +5,7 @@ passing."""
 from __future__ import annotations
 
 import math
+import random
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -14,11 +15,13 @@ import pytest
 from scipy.stats import binomtest
 
 from holistic.compare.significance import BOOTSTRAP, HOLM, MCNEMAR_EXACT, WELCH, Z95, benjamini_hochberg, holm
-from holistic.families import Family
+from holistic.families import Family, FamilyFold
 from holistic.families.registry import load_family
+from holistic.stats import segments
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import prediction_pb2 as pb
+from holistic.v1 import profile_pb2 as pp
 from holistic_client.client import Client
 from tests.conftest import drain
 from tests.factories import classified, prediction
@@ -242,3 +245,55 @@ def test_segment_cells_are_compared_like_any_metric(make_gateway, make_worker):
     assert eu.difference == pytest.approx(-0.75) and eu.HasField("p") and eu.verdict == es.VERDICT_WORSE
     assert (us.before, us.after) == (1.0, 1.0) and us.verdict != es.VERDICT_WORSE
     assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["accuracy/exact_match[region=eu]"])
+
+
+def calibrated(model: str, overconfident_eu: float, rng: random.Random, now: float) -> list[pb.Prediction]:
+    """600 predictions over 20 minutes, regions eu and us alternating (apac in 6 of the minutes only), each
+    right with probability its confidence, less `overconfident_eu` in eu."""
+    out = []
+    for i in range(600):
+        minute = i % 20
+        region = "apac" if minute < 6 and (i // 20) % 3 == 0 else "eu" if (i // 20) % 2 else "us"
+        conf = rng.uniform(0.5, 1.0)
+        right = rng.random() < conf - (overconfident_eu if region == "eu" else 0.0)
+        p = prediction(f"{model}{i}", model=model, output="Paris" if right else "Rome", produced_at_s=now - 60 * minute)
+        p.confidence = conf
+        p.metadata["region"] = region
+        out.append(p)
+    return out
+
+
+def test_corpus_level_segment_cells_by_their_own_bucket_bootstrap(make_gateway, make_worker):
+    """ECE is corpus-level (no interval) and calibration's segment metric. Model b is overconfident by 0.3 in
+    eu only: each segment cell is bootstrapped over the buckets holding its predictions, eu is found worse,
+    us is not; apac, in 6 minutes of the 26, has too few buckets of its own to resample: not enough data."""
+    gw = make_gateway(families=["calibration"], segment_keys=["region"])
+    now, rng = time.time(), random.Random(7)
+    with gw.client() as c:
+        c.submit(calibrated("a", 0.0, rng, now), model="a")
+        c.submit(calibrated("b", 0.3, rng, now), model="b")
+        drain(make_worker("calibration", gw.settings))
+        span = (datetime.fromtimestamp(now - 25 * 60, UTC), datetime.fromtimestamp(now + 60, UTC))
+        r = c.compare_profiles("a", "b", window=span, fail_on=["calibration/ece_10_bin[region=eu]"])
+        again = c.compare_profiles("a", "b", window=span, fail_on=["calibration/ece_10_bin[region=eu]"])
+    got = cells(r)
+    eu, us, apac = (got[f"calibration/ece_10_bin[region={v}]"] for v in ("eu", "us", "apac"))
+    shown = {v.value: v.metric for b in r.after.segments for v in b.values}
+    assert (eu.kind, eu.after, eu.lower_is_better) == ("segment", shown["eu"].value, True)
+    assert not shown["eu"].HasField("interval")  # corpus-level: the bootstrap is its only test
+    assert eu.test == BOOTSTRAP and eu.difference > 0.15 and 0 < eu.lower < eu.difference < eu.upper
+    assert eu.verdict == es.VERDICT_WORSE and eu.p_margin < 0.05
+    assert us.test == BOOTSTRAP and us.verdict != es.VERDICT_WORSE
+    assert apac.verdict == es.VERDICT_NOT_ENOUGH_DATA and "time buckets with this segment's predictions" in apac.why
+    assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["calibration/ece_10_bin[region=eu]"])
+    assert cells(again)["calibration/ece_10_bin[region=eu]"] == eu  # a fixed seed: the same answer
+
+
+def test_a_segment_of_an_axis_score_without_interval_has_none():
+    """find() reads an axis's score as the segment's metric: without an interval it must stay without one
+    (an empty one read as [0, 0] gave a zero standard error, so a Welch p of 1: a silent pass)."""
+    fold = FamilyFold(pp.FamilyReport(family="x"), dimensions=[pp.Dimension(axis="x", score=0.7, count=40)])
+    m = segments.find(fold, "x")
+    assert m is not None and m.value == 0.7 and not m.HasField("interval")
+    fold.dimensions[0].interval.lower, fold.dimensions[0].interval.upper = 0.6, 0.8
+    assert segments.find(fold, "x").interval.upper == 0.8  # type: ignore[union-attr]
