@@ -2,7 +2,7 @@
 adjusted over every cell tested, and a decision that fails only on a significant worsening beyond the
 margin and says "not enough data" rather than passing.
 
-The tests are holistic/compare/significance.py's (the clients' `compare` and the dashboard use the same ones):
+The tests are holistic/compare/significance.py's (the clients' `compare` and the dashboard ask this RPC):
 a cell with an interval is tested from its interval and count (holistic/compare/profiles.py); a corpus-level
 cell (no interval: classification F1, ECE, a gap) from the bucket bootstrap of the stored time
 buckets (holistic/compare/bootstrap.py); two models' shared instances per slot (gateway/paired.py).

@@ -1,6 +1,6 @@
 """One profile against another (a window against the one before it, or one model against another):
-what moved, and which moves matter. The gateway's CompareProfiles, the dashboard and `holistic compare`
-all use this one rule.
+what moved, and which moves matter. The gateway's CompareProfiles uses this one rule, and so the dashboard
+and every client's `compare`, which ask it.
 
 A move matters when the two 95 % intervals do not overlap; where either side has no interval, when
 a radar score moves by at least `min_score_change` or a raw metric by at least `min_relative_change`

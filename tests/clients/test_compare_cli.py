@@ -9,19 +9,12 @@ from datetime import UTC, datetime
 
 from click.testing import CliRunner
 
-import holistic_dashboard.compare as dashboard_compare
-from holistic.compare import profiles as client_compare
 from holistic.compare.profiles import Change
 from holistic_app.cli import main
 from holistic_client.compare_cli import regressions
 from holistic_client.jsonl import write_predictions
 from tests.conftest import drain
 from tests.factories import classified, prediction
-
-
-def test_the_dashboard_and_the_command_share_one_rule():
-    assert dashboard_compare.compare is client_compare.compare
-    assert dashboard_compare.previous_range is client_compare.previous_range
 
 
 def test_regressions_are_worse_moves_that_matter_on_chosen_names():
