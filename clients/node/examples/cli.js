@@ -8,7 +8,8 @@
 //   holistic-node delete-tenant TENANT --yes                 (an admin token)
 //   holistic-node compare A [B] [--window 1h] [--fail-on accuracy,toxicity] [--margin M] [--multiplicity holm|bh]
 //                 [--allow-empty] [--json]   (A's window against the one before, or A against B; exit 1 worse,
-//                 3 not enough data to decide, as `holistic compare`)
+//                 3 not enough data to decide, as `holistic compare`; --margin M: fail only on a cell significantly
+//                 worse by more than M, a one-sided test adjusted over the --fail-on cells, shown as "margin M: p")
 // --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN),
 // --wait-for-ready (wait for a gateway that is not up yet; without it an unreachable one fails at once).
 import { parseArgs } from "node:util";

@@ -41,7 +41,8 @@ const usage = `usage: holistic-go [flags] COMMAND
   delete-tenant TENANT  delete everything kept of TENANT, every model of it (an admin token; --yes)
   compare A [B]   A's --window (default 1h) against the window before it, or A against B over --window:
                   each cell tested, p adjusted (--multiplicity holm|bh); with --fail-on, exit 1 when one
-                  got significantly worse beyond --margin, 3 when there is not enough data to decide
+                  got significantly worse beyond --margin (a one-sided test of "worse by at most --margin",
+                  adjusted over the --fail-on cells: "margin M: p"), 3 when there is not enough data to decide
 flags (before or after the command):`
 
 func main() {
