@@ -8,26 +8,32 @@ after - before >= -margin, mirrored for lower-is-better. The statistic is the sh
 
     z = (direction * d + margin) / se,    p_margin = Phi(z)   (small when the cell is worse beyond the margin)
 
-where d = after - before is the cell's difference and se the standard error its 95 % interval implies
-on the *better* side: (upper - d) / 1.96 for a higher-is-better cell, (d - lower) / 1.96 for a
-lower-is-better one. For Welch, paired z and bootstrap cells the interval is d +- 1.96 se, so this is
-their se; for the asymmetric Newcombe and Agresti-Min intervals it is the side the null lies on, the
-bound that says how far the cell might really be from worse. The one-sided p-values of the judged
-cells are then adjusted (Holm or Benjamini-Hochberg) over the judged cells, and a cell fails when its
-adjusted p_margin is below the level.
+where d = after - before is the cell's difference and se the standard error the cell's own test used:
+se = |d| / z_p, z_p the normal deviate of its two-sided p. For Welch, paired z and bootstrap cells this is
+the se of their interval d +- 1.96 se; for a share it is the pooled two-proportion se of its z test; for
+McNemar the se its exact p implies. Where the p says nothing of it (d = 0, p = 1, or p below what a float
+holds), se is the one the 95 % interval gives on the *better* side, the side the null lies on:
+(upper - d) / 1.96 for a higher-is-better cell, (d - lower) / 1.96 for a lower-is-better one. The
+one-sided p-values of the judged cells are then adjusted (Holm or Benjamini-Hochberg) over the judged
+cells, and a cell fails when its adjusted p_margin is below the level.
 
-The test is one-sided at the level (not two-sided): with margin 0 a cell whose 95 % interval lies on
-the worse side of 0 (two-sided significant at 5 %) has p_margin < 0.025, below the level, so it still
-fails; a single judged cell at the boundary fails about `level` of the time (5 %), where the former
-rule (two-sided p and a worse sign) spent half of it.
+The test is one-sided at the level (not two-sided). With margin 0 it is the cell's own test made one-sided:
+p_margin = p / 2 on the worse side, so a cell two-sided significant at 5 % on the worse side has
+p_margin < 0.025 and still fails, whatever its test (Newcombe's interval and the pooled z test can disagree
+at a handful of events: the se is the test's, not the interval's, so they cannot disagree here). A single
+judged cell at the boundary fails about `level` of the time (5 %), where the former rule (two-sided p and
+a worse sign) spent half of it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from statistics import NormalDist
 
 from holistic.compare import significance
+
+_NORMAL = NormalDist()
 
 
 def margin_p(t: significance.Test, direction: int, margin: float) -> float | None:
@@ -36,11 +42,21 @@ def margin_p(t: significance.Test, direction: int, margin: float) -> float | Non
         return None
     d = t.difference
     slack = direction * d + margin  # how far the cell is from worse-beyond-the-margin; < 0: past it
-    half = (t.upper - d) if direction > 0 else (d - t.lower)
-    se = half / significance.Z95
+    se = standard_error(t, direction)
     if not (math.isfinite(se) and se > 0):
         return 0.0 if slack < 0 else 1.0
     return 0.5 * math.erfc(-slack / se / math.sqrt(2.0))  # Phi(slack / se)
+
+
+def standard_error(t: significance.Test, direction: int) -> float:
+    """The standard error the cell's test used (|d| over its p's normal deviate); else its interval's on the
+    better side."""
+    if t.difference and 0 < t.p < 1:
+        z = -_NORMAL.inv_cdf(t.p / 2)
+        if z > 0 and math.isfinite(z):
+            return abs(t.difference) / z
+    half = (t.upper - t.difference) if direction > 0 else (t.difference - t.lower)
+    return half / significance.Z95
 
 
 def adjust(ps: Mapping[str, float], method: str) -> dict[str, float]:

@@ -4,17 +4,17 @@ passing."""
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from datetime import UTC, datetime
+from statistics import NormalDist
 from typing import Any
 
 import grpc
 import pytest
 from scipy.stats import binomtest
 
-from holistic.compare.significance import BOOTSTRAP, HOLM, MCNEMAR_EXACT, WELCH, Z95, benjamini_hochberg, holm
+from holistic.compare.significance import BOOTSTRAP, HOLM, MCNEMAR_EXACT, WELCH, benjamini_hochberg, holm
 from holistic.families import Family, FamilyFold
 from holistic.families.registry import load_family
 from holistic.stats import segments
@@ -132,16 +132,14 @@ def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
     assert original.test == MCNEMAR_EXACT and original.p == pytest.approx(binomtest(0, 10, 0.5).pvalue)  # 0.00195
     # fairness declares its correctness slots higher-is-better: the paired cell is worse, and the gate fails on it
     assert original.verdict == es.VERDICT_WORSE and original.upper < 0 and not original.lower_is_better
-    # the margin test by hand: Agresti-Min adds 1/2 to each cell: b = 10.5, c = 0.5, m = 32; centre -10/32,
-    # var (11 - 100/32) / 32^2, upper = centre + 1.96 sd = -0.14062; d = -1/3, se = (upper - d) / 1.96 = 0.098325,
-    # z = -0.33333 / 0.098325 = -3.390, p_margin = Phi(-3.390) = 0.000349
-    upper = -10 / 32 + Z95 * math.sqrt((11 - 100 / 32) / 32**2)
-    assert original.upper == pytest.approx(upper) and round(upper, 5) == -0.14062
-    se = (upper + 1 / 3) / Z95
-    assert (
-        original.p_margin == pytest.approx(0.5 * math.erfc(1 / 3 / se / math.sqrt(2)))
-        and 3.4e-4 < original.p_margin < 3.6e-4
-    )
+    # the margin test by hand: margin 0 is McNemar's exact test made one-sided, p_margin = 0.00195 / 2; margin
+    # 0.2: se = d / z(p / 2) = (1/3) / 3.0973 = 0.10762, z = (-1/3 + 0.2) / 0.10762 = -1.2389, p_margin 0.1077
+    assert original.p_margin == pytest.approx(binomtest(0, 10, 0.5).pvalue / 2)
+    se = (1 / 3) / -NormalDist().inv_cdf(binomtest(0, 10, 0.5).pvalue / 2)
+    assert round(se, 5) == 0.10762
+    beyond = cells(client.compare_profiles("a", "b", window="1h", margin=0.2, fail_on=["fairness/paired:o"]))
+    assert beyond["fairness/paired:o"].p_margin == pytest.approx(NormalDist().cdf((-1 / 3 + 0.2) / se))
+    assert 0.107 < beyond["fairness/paired:o"].p_margin < 0.108
     assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["fairness/paired:o"])
     reverse = client.compare_profiles("b", "a", window="1h", fail_on=["fairness/paired:o"])
     assert cells(reverse)["fairness/paired:o"].verdict == es.VERDICT_BETTER and reverse.decision == es.DECISION_PASS
