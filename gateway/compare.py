@@ -252,9 +252,9 @@ def respond(
     by_name = {c.name: c for c in out.cells}
     for name, p_adj in p_margin_adjusted.items():
         by_name[name].p_margin_adjusted = p_adj
-    for name in chosen:
+    for name in chosen:  # a named cell the margin test cannot judge (no value, no test, no direction): not a pass
         cell = by_name.get(name)
-        if cell is None or cell.verdict in (es.VERDICT_ONE_SIDED, es.VERDICT_NOT_ENOUGH_DATA):
+        if cell is None or name not in p_margin_adjusted:
             out.not_enough_data.append(name)
         elif name in failing:
             out.worse.append(name)
@@ -264,7 +264,8 @@ def respond(
             f"(one-sided margin test, {method}-adjusted p below {level:g})"  # fmt: skip
     elif out.not_enough_data:
         out.decision = es.DECISION_NOT_ENOUGH_DATA
-        out.summary = f"not enough data to decide: {', '.join(out.not_enough_data)} has no value on a side or no test"
+        out.summary = f"not enough data to decide: {', '.join(out.not_enough_data)} has no value on a side, " \
+            "no test, or no better or worse"  # fmt: skip
     else:
         out.decision = es.DECISION_PASS
         out.summary = f"pass: none of {', '.join(chosen)} got significantly worse beyond the " \

@@ -193,7 +193,8 @@ def test_a_family_without_paired_direction_gives_paired_cells_without_one(make_g
         r = client.compare_profiles("a", "b", window="1h", fail_on=["fairness/paired:o"])
     original = cells(r)["fairness/paired:o"]
     assert original.verdict == es.VERDICT_CHANGED and original.p < 0.05 and not original.HasField("p_margin")
-    assert r.decision == es.DECISION_PASS and not r.worse  # no better or worse: the gate has nothing to fail on
+    # no better or worse: the gate cannot judge it, so it does not pass either
+    assert (r.decision, list(r.not_enough_data)) == (es.DECISION_NOT_ENOUGH_DATA, ["fairness/paired:o"])
 
 
 def test_bad_requests_name_the_field(gateway, client):

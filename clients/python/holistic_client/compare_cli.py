@@ -133,7 +133,7 @@ def _nothing_to_judge(label: str, response: es.CompareProfilesResponse, two: boo
     "--fail-on", "fail_on", default="", metavar="AXES",
     help="Exit 1 when one of these got significantly worse: comma-separated axes (accuracy,toxicity), "
     f"`any` axis, or FAMILY/METRIC (efficiency/latency_p90); exit {EMPTY_STATUS} when one has no value on a "
-    "side or no test (not enough data to decide).",
+    "side, no test, or no better or worse (not enough data to decide).",
 )  # fmt: skip
 @click.option(
     "--margin",
