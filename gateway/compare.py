@@ -2,7 +2,7 @@
 adjusted over every cell tested, and a decision that fails only on a significant worsening beyond the
 margin and says "not enough data" rather than passing.
 
-The tests are holistic/compare/significance.py's (the clients' `compare` and the dashboard use the same ones):
+The tests are holistic/compare/significance.py's (the clients' `compare` and the dashboard ask this RPC):
 a cell with an interval is tested from its interval and count (holistic/compare/profiles.py); a corpus-level
 cell (no interval: classification F1, ECE, a gap) from the bucket bootstrap of the stored time
 buckets (holistic/compare/bootstrap.py); two models' shared instances per slot (gateway/paired.py).
@@ -13,22 +13,25 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from gateway import paired
+from gateway.cell_bootstrap import bootstrap_errors, cells_of, segment_errors, segment_refs
 from gateway.profiles import ProfileReader, Stored, WindowSpec
 from gateway.validation import NAME_RE
 from holistic.compare import bootstrap as bucket_bootstrap
+from holistic.compare import margin as margin_rule
 from holistic.compare import significance
-from holistic.compare.profiles import Change, compare, dimension_name, previous_range, segment_cell
+from holistic.compare.profiles import Change, compare, dimension_name, previous_range
 from holistic.errors import FieldViolation, InvalidArgument
-from holistic.families import Family
+from holistic.families import Family, paired_direction
+from holistic.families.registry import UnknownFamily, load_family
 from holistic.profile.fold import HELM_AXES, axis_name
 from holistic.stats.mergeable import Folded
 from holistic.tenancy.tenants import internal_model
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import profile_pb2 as pp
 
-FAMILY_SEP = "\x1e"  # a bootstrap bucket's field: "<family>\x1e<field>" (one draw resamples every family alike)
 MAX_FAIL_ON = 100
 METHODS = {
     es.MULTIPLICITY_UNSPECIFIED: significance.HOLM,
@@ -75,19 +78,6 @@ def _check_names(fail_on: Sequence[str], *profiles: pp.Profile) -> None:
         raise InvalidArgument(bad)
 
 
-def _cells(profile: pp.Profile) -> dict[str, pp.Dimension | pp.Metric]:
-    out: dict[str, pp.Dimension | pp.Metric] = {dimension_name(d): d for d in profile.dimensions}
-    out.update({f"{f.family}/{m.name}": m for f in profile.families for m in f.metrics})
-    for b in profile.segments:  # a segment's cell: its metric, with the breakdown's direction
-        for v in b.values:
-            m = pp.Metric()
-            m.CopyFrom(v.metric)
-            m.lower_is_better = b.lower_is_better
-            m.family = m.family or b.family
-            out[segment_cell(b, v)] = m
-    return out
-
-
 def _family_of(name: str, msg: pp.Dimension | pp.Metric) -> str:
     return msg.family if isinstance(msg, pp.Dimension) else name.partition("/")[0]
 
@@ -96,42 +86,6 @@ def _direction(msg: pp.Dimension | pp.Metric) -> int:
     if isinstance(msg, pp.Dimension):
         return 1
     return -1 if msg.lower_is_better else 0 if msg.unit else 1
-
-
-def _value(msg: pp.Dimension | pp.Metric) -> float | None:
-    if isinstance(msg, pp.Dimension):
-        return msg.score if msg.HasField("score") else None
-    return msg.value
-
-
-def bootstrap_errors(
-    stored: Stored, names: dict[str, str], fold: Callable[[Stored, dict[str, Folded]], pp.Profile]
-) -> dict[str, float]:
-    """The bootstrap standard error of each named cell (name -> its family), from the stored buckets."""
-    families = sorted(set(names.values()) & stored.buckets.keys())
-    if not families:
-        return {}
-    joined = []
-    for i in range(len(stored.buckets[families[0]])):
-        joined.append(
-            Folded({f"{fam}{FAMILY_SEP}{k}": v for fam in families for k, v in stored.buckets[fam][i].items()})
-        )
-
-    def values(draw: Folded) -> dict[str, float]:
-        per: dict[str, dict[str, float]] = {fam: {} for fam in families}
-        for k, v in draw.items():
-            fam, _, field = k.partition(FAMILY_SEP)
-            per[fam][field] = v
-        cells = _cells(fold(stored, {fam: Folded(fields) for fam, fields in per.items()}))
-        out = {}
-        for name in names:
-            msg = cells.get(name)
-            value = None if msg is None else _value(msg)
-            if value is not None:
-                out[name] = value
-        return out
-
-    return bucket_bootstrap.standard_errors(joined, values)
 
 
 class Comparer:
@@ -160,8 +114,8 @@ class Comparer:
         changes = compare(after, before)
         tests: dict[str, significance.Test] = {}
         why: dict[str, str] = {}
-        cells_before, cells_after = _cells(before), _cells(after)
-        corpus = {}
+        cells_before, cells_after = cells_of(before), cells_of(after)
+        corpus: dict[str, str] = {}
         for c in changes:
             msg = cells_after[c.name]
             if c.p is not None and c.diff_lower is not None and c.diff_upper is not None:
@@ -169,10 +123,16 @@ class Comparer:
             elif c.before is not None and c.after is not None and _direction(msg):
                 corpus[c.name] = _family_of(c.name, msg)
         if corpus:
-            errors = [
-                await loop.run_in_executor(self.reader.folds, bootstrap_errors, s, corpus, self._fold)
-                for s in (before_stored, after_stored)
-            ]
+            refs = segment_refs(after)  # a segment cell: its own buckets, folded alone (gateway/cell_bootstrap.py)
+            plain = {n: fam for n, fam in corpus.items() if n not in refs}
+            segmented = {n: refs[n] for n in corpus if n in refs}
+            load = self.families or load_family
+            errors = []
+            for s in (before_stored, after_stored):
+                errors.append(await loop.run_in_executor(self.reader.folds, bootstrap_errors, s, plain, self._fold))
+                errors[-1] |= await loop.run_in_executor(
+                    self.reader.folds, segment_errors, s, segmented, load, self.reader.settings
+                )
             for c in changes:
                 if c.name not in corpus:
                     continue
@@ -183,8 +143,9 @@ class Comparer:
                     if t is not None:
                         tests[c.name] = t
                         continue
+                buckets = "time buckets with this segment's predictions" if c.name in refs else "non-empty time buckets"
                 why[c.name] = (
-                    f"no interval, and no bootstrap: fewer than {bucket_bootstrap.MIN_BUCKETS} non-empty time buckets "
+                    f"no interval, and no bootstrap: fewer than {bucket_bootstrap.MIN_BUCKETS} {buckets} "
                     "on a side (name a window of minutes with more spread), or a value some draws do not give"
                 )
         pairs = await self._paired(request, before_stored, after_stored, tenant) if request.other_model else []
@@ -227,8 +188,19 @@ class Comparer:
             for fam in families:
                 sa = await paired.states(r, keys, a, fam, days, span)  # type: ignore[arg-type]
                 sb = await paired.states(r, keys, b, fam, days, span)  # type: ignore[arg-type]
-                out += paired.cells(fam, sa, sb)
+                family = self._family(fam)
+                out += [
+                    replace(c, direction=0 if family is None else paired_direction(family, c.slot))
+                    for c in paired.cells(fam, sa, sb)
+                ]
         return out
+
+    def _family(self, name: str) -> Family | None:
+        """The family's declaration; None where this gateway does not have it installed."""
+        try:
+            return (self.families or load_family)(name)
+        except UnknownFamily:
+            return None
 
 
 def respond(
@@ -244,12 +216,20 @@ def respond(
     margin: float,
     judged: list[str],
 ) -> es.CompareProfilesResponse:
-    """The response: every cell with its adjusted p-value and verdict, and the decision over `judged`."""
+    """The response: every cell with its adjusted p-value and verdict (two-sided, adjusted over every cell
+    tested), its margin test (holistic/compare/margin.py, adjusted over the judged cells), and the
+    decision over `judged`."""
     names = list(tests)
     adjusted = dict(zip(names, significance.ADJUSTMENTS[method]([tests[n].p for n in names]), strict=True))
     out = es.CompareProfilesResponse(before=before, after=after, multiplicity=method, level=level, margin=margin)
     dims = {dimension_name(d) for p in (before, after) for d in p.dimensions if d.HasField("score")}
-    verdicts: dict[str, int] = {}
+    chosen: list[str] = []
+    for name in judged:  # "any": every axis scored on a side ("any" itself when none is)
+        chosen += (sorted(dims) or ["any"]) if name == "any" else [name]
+    chosen = list(dict.fromkeys(chosen))
+    directions = {c.name: _direction(cells[1][c.name]) for c in changes} | {p.name: p.direction for p in pairs}
+    one_sided = {n: (tests[n], directions[n]) for n in chosen if n in tests and directions.get(n)}
+    _, p_margin_adjusted, failing = margin_rule.worse(one_sided, margin, level, method)
     for c in changes:
         msg_after, msg_before = cells[1][c.name], cells[0].get(c.name)
         cell = out.cells.add(name=c.name, kind=c.kind, matters=c.matters, why=why.get(c.name, c.why))
@@ -262,40 +242,44 @@ def respond(
             cell.after = c.after
         if c.delta is not None:
             cell.difference = c.delta
-        direction = _direction(msg_after)
-        _judge(cell, tests.get(c.name), adjusted.get(c.name), level, direction)
-        verdicts[c.name] = cell.verdict
+        _judge(cell, tests.get(c.name), adjusted.get(c.name), level, directions[c.name], margin)
     for p in pairs:
         cell = out.cells.add(name=p.name, kind="paired", before=p.before, after=p.after, difference=p.after - p.before)
         cell.before_count = cell.after_count = p.count
+        cell.lower_is_better = p.direction < 0
         cell.why = "the instances both models scored"
-        _judge(cell, p.test, adjusted.get(p.name), level, 0)
+        _judge(cell, p.test, adjusted.get(p.name), level, p.direction, margin)
     by_name = {c.name: c for c in out.cells}
-    chosen: list[str] = []
-    for name in judged:  # "any": every axis scored on a side ("any" itself when none is)
-        chosen += (sorted(dims) or ["any"]) if name == "any" else [name]
-    for name in dict.fromkeys(chosen):
+    for name, p_adj in p_margin_adjusted.items():
+        by_name[name].p_margin_adjusted = p_adj
+    for name in chosen:  # a named cell the margin test cannot judge (no value, no test, no direction): not a pass
         cell = by_name.get(name)
-        if cell is None or cell.verdict in (es.VERDICT_ONE_SIDED, es.VERDICT_NOT_ENOUGH_DATA):
+        if cell is None or name not in p_margin_adjusted:
             out.not_enough_data.append(name)
-        elif cell.verdict == es.VERDICT_WORSE and abs(cell.difference) > margin:
+        elif name in failing:
             out.worse.append(name)
     if out.worse:
         out.decision = es.DECISION_WORSE
         out.summary = f"worse: {', '.join(out.worse)} got significantly worse beyond the margin {margin:g} " \
-            f"({method}-adjusted p below {level:g})"  # fmt: skip
+            f"(one-sided margin test, {method}-adjusted p below {level:g})"  # fmt: skip
     elif out.not_enough_data:
         out.decision = es.DECISION_NOT_ENOUGH_DATA
-        out.summary = f"not enough data to decide: {', '.join(out.not_enough_data)} has no value on a side or no test"
+        out.summary = f"not enough data to decide: {', '.join(out.not_enough_data)} has no value on a side, " \
+            "no test, or no better or worse"  # fmt: skip
     else:
         out.decision = es.DECISION_PASS
-        out.summary = f"pass: none of {', '.join(dict.fromkeys(chosen))} got significantly worse beyond the " \
-            f"margin {margin:g} ({method}-adjusted p, level {level:g})"  # fmt: skip
+        out.summary = f"pass: none of {', '.join(chosen)} got significantly worse beyond the " \
+            f"margin {margin:g} (one-sided margin test, {method}-adjusted p, level {level:g})"  # fmt: skip
     return out
 
 
 def _judge(
-    cell: es.CellComparison, t: significance.Test | None, p_adjusted: float | None, level: float, direction: int
+    cell: es.CellComparison,
+    t: significance.Test | None,
+    p_adjusted: float | None,
+    level: float,
+    direction: int,
+    margin: float,
 ) -> None:
     if not (cell.HasField("before") and cell.HasField("after")):
         cell.verdict = es.VERDICT_ONE_SIDED
@@ -306,6 +290,9 @@ def _judge(
         )
         return
     cell.lower, cell.upper, cell.p, cell.p_adjusted, cell.test = t.lower, t.upper, t.p, p_adjusted, t.method
+    p_margin = margin_rule.margin_p(t, direction, margin)
+    if p_margin is not None:
+        cell.p_margin = p_margin
     if p_adjusted >= level:
         cell.verdict = es.VERDICT_NO_SIGNIFICANT_CHANGE
     elif direction == 0:

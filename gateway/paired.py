@@ -7,8 +7,11 @@ instance's minute lies in the window. Each slot both states hold (the original "
 "p:typos", ...) for at least MIN_PAIRS shared instances becomes one paired cell
 "<family>/paired:<slot>": the mean of the slot's values over the shared instances, before and after,
 tested per instance (holistic/compare/significance.py: McNemar for 0/1 values, a paired z test otherwise). A
-slot has no better or worse here (the fold knows what it means), so a paired cell says whether the two
-models differ on the same instances, not which is better.
+slot's meaning is the family's: its optional `paired_direction(slot)` (holistic/families/__init__.py) says
+whether higher is better (+1: robustness and fairness's correctness slots), lower (-1: toxicity's "max"),
+or neither (0, the default: a plugin that does not say, bias's and retrieval's slots). With a direction a
+paired cell is better or worse and a gate can fail on it; without one it says whether the two models
+differ on the same instances, not which is better.
 
 Bounded before it reads: a family whose state holds more than HOLISTIC_COMPARE_MAX_INSTANCES instances
 for either model is not paired, and the read is charged to the tenant as one bucket per
@@ -35,11 +38,16 @@ CHUNK = 1000  # fields an HSCAN round trip
 
 @dataclass(frozen=True)
 class PairedCell:
-    name: str
+    name: str  # "<family>/paired:<slot>"
     before: float
     after: float
     count: int
     test: significance.Test | None
+    direction: int = 0  # the family's paired_direction(slot): +1 higher is better, -1 lower, 0 none
+
+    @property
+    def slot(self) -> str:
+        return self.name.partition("/paired:")[2]
 
 
 def live_days(now: float, ttl_s: int) -> list[int]:

@@ -1,6 +1,6 @@
 """One profile against another (a window against the one before it, or one model against another):
-what moved, and which moves matter. The gateway's CompareProfiles, the dashboard and `holistic compare`
-all use this one rule.
+what moved, and which moves matter. The gateway's CompareProfiles uses this one rule, and so the dashboard
+and every client's `compare`, which ask it.
 
 A move matters when the two 95 % intervals do not overlap; where either side has no interval, when
 a radar score moves by at least `min_score_change` or a raw metric by at least `min_relative_change`
@@ -13,8 +13,10 @@ and `*_total` volumes are left out: the prediction counts already say how busy i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from holistic.compare import margin as margin_rule
 from holistic.compare import significance
 from holistic.v1 import profile_pb2 as pp
 
@@ -41,6 +43,11 @@ class Change:
     p: float | None = None
     p_holm: float | None = None
     method: str = ""
+    direction: int = 0  # +1 higher is better, -1 lower is better, 0 none
+    # The margin test (holistic/compare/margin.py): one-sided p of "worse by at most the margin", and
+    # adjusted over the judged cells (set where the gateway's response says it)
+    p_margin: float | None = None
+    p_margin_adjusted: float | None = None
 
 
 def dimension_name(d: pp.Dimension) -> str:
@@ -69,15 +76,16 @@ def _move(
     """direction: +1 higher is better, -1 lower is better, 0 none."""
     delta = after - before
     if abs(delta) <= ABS_TOLERANCE:
-        return Change(name, kind, before, after, delta, None, False, f"no move (within {ABS_TOLERANCE:g})")
+        return Change(name, kind, before, after, delta, None, False, f"no move (within {ABS_TOLERANCE:g})",
+                      direction=direction)  # fmt: skip
     better = None if direction == 0 else (delta > 0) == (direction > 0)
     a, b = intervals
     if a is not None and b is not None:
         disjoint = a[1] < b[0] or b[1] < a[0]
         why = "95% intervals do not overlap" if disjoint else "within the intervals"
-        return Change(name, kind, before, after, delta, better, disjoint, why)
+        return Change(name, kind, before, after, delta, better, disjoint, why, direction=direction)
     why = threshold_text if matters_without_intervals else "small move (no interval)"
-    return Change(name, kind, before, after, delta, better, matters_without_intervals, why)
+    return Change(name, kind, before, after, delta, better, matters_without_intervals, why, direction=direction)
 
 
 def compare(
@@ -154,11 +162,20 @@ def _with_tests(changes: list[Change], tests: list[significance.Test | None]) ->
     return out
 
 
-def significantly_worse(c: Change, margin: float = 0.0, level: float = significance.LEVEL) -> bool:
-    """Worse beyond chance (Holm-adjusted p below `level`) and by more than `margin`; a change without a
-    test falls back on `matters` (its intervals do not overlap, or it moved past the threshold)."""
-    if c.better is not False:
-        return False
-    if c.p_holm is None:
-        return c.matters
-    return c.p_holm < level and abs(c.delta or 0.0) > margin
+def significantly_worse(
+    changes: list[Change], judged: Sequence[str], margin: float = 0.0, level: float = significance.LEVEL,
+    method: str = significance.HOLM,
+) -> list[Change]:  # fmt: skip
+    """The judged changes (by name; "any": every axis) that got significantly worse beyond `margin`: the
+    gateway's rule (holistic/compare/margin.py), one-sided p adjusted over the judged cells with a test. A
+    judged change without a test falls back on `matters` (its intervals do not overlap, or it moved past
+    the threshold) when it is worse."""
+    chosen = set(judged)
+    picked = [c for c in changes if c.name in chosen or ("any" in chosen and c.kind == "dimension")]
+    tests = {
+        c.name: (significance.Test(c.delta or 0.0, c.diff_lower, c.diff_upper, c.p or 1.0, c.method), c.direction)
+        for c in picked
+        if c.diff_lower is not None and c.diff_upper is not None and c.direction
+    }
+    failing = set(margin_rule.worse(tests, margin, level, method)[2])
+    return [c for c in picked if c.name in failing or (c.name not in tests and c.better is False and c.matters)]

@@ -168,6 +168,10 @@ class Family(Protocol):
     # prediction's own values (its main metric, say), or a Score with no value and `error_type` when it could
     # not score one it was asked to: what a worker sends as gen_ai.evaluation.result events when
     # HOLISTIC_OTLP_EVAL_ENDPOINT is set (docs/otlp.md).
+    # Optional: `paired_direction(slot: str) -> int`, for a family with per-instance state: whether a higher
+    # mean of the slot's values over shared instances is better (+1), worse (-1), or neither (0, the
+    # default). CompareProfiles's paired cells "<family>/paired:<slot>" are then BETTER or WORSE, and a gate
+    # can fail on them (paired_direction() below reads it).
 
 
 class FamilyBase:
@@ -212,6 +216,17 @@ def exported_metrics(family: Family) -> tuple[str, ...]:
     main metrics, else every metric it declares by a plain name (a `*` pattern names no one series)."""
     declared = tuple(getattr(family, "exported_metrics", ()))
     return declared or family.main_metrics or tuple(md.name for md in family.metrics if "*" not in md.name)
+
+
+def paired_direction(family: Family, slot: str) -> int:
+    """The family's declared direction of a per-instance slot (+1 higher is better, -1 lower is better);
+    0, no better or worse, where it declares none (a plugin without `paired_direction`) or answers
+    anything else."""
+    declared = getattr(family, "paired_direction", None)
+    if declared is None:
+        return 0
+    answer = declared(slot)
+    return answer if answer in (-1, 0, 1) and not isinstance(answer, bool) else 0
 
 
 def metadata_for(family: Family, metric: str) -> MetricMetadata | None:

@@ -192,8 +192,27 @@ def find(fold: FamilyFold, name: str) -> pp.Metric | None:
                 return m
     for d in fold.dimensions:
         if d.axis == name and d.HasField("score"):
-            return pp.Metric(name=name, family=fold.report.family, value=d.score, count=d.count, interval=d.interval)
+            m = pp.Metric(name=name, family=fold.report.family, value=d.score, count=d.count)
+            if d.HasField("interval"):  # an axis without one (a corpus-level score) stays without: not [0, 0]
+                m.interval.CopyFrom(d.interval)
+            return m
     return None
+
+
+def cell_prefix(key: str, part: str) -> str:
+    """Where a segment cell's fields ride in a family's stored statistics: "#seg|<key>|<cell>|"."""
+    return f"{PREFIX}{key}{SEP}{part}{SEP}"
+
+
+def part_of(v: pp.SegmentValue) -> str:
+    """A shown segment value's cell part (the inverse of cell_value)."""
+    return OTHER if v.other else cell_part(v.value)
+
+
+def cell_metric(family: Family, cell: Folded, metric: str, model: str, settings: Settings) -> pp.Metric | None:
+    """A segment cell's metric: the family's own fold of the cell's statistics (what the profile shows, and
+    what a bootstrap draw of the cell's buckets gives, holistic/compare/bootstrap.py)."""
+    return find(family.fold(cell, model, settings), metric)
 
 
 def breakdowns(
@@ -213,8 +232,7 @@ def breakdowns(
         )
         values = []
         for part, cell in cells.groups().items():
-            fold = family.fold(Folded(dict(cell)), model, settings)
-            m = find(fold, metric)
+            m = cell_metric(family, Folded(dict(cell)), metric, model, settings)
             if m is None:
                 continue
             value = cell_value(part)

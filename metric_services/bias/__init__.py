@@ -253,6 +253,11 @@ class BiasFamily(FamilyBase):
             dim.count = int(texts)
         return FamilyFold(report=report, dimensions=[dim], scenarios=_scenario_parts(stats, lex))
 
+    def paired_direction(self, slot: str) -> int:
+        """None (0): a counterfactual pair's slot holds its output's toxicity, or EMPTY (-1) for an empty output
+        (counterfactual.py), so a mean over a slot mixes a marker with scores: a lower one is not better."""
+        return 0
+
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         model_dir = model_for(self.config)
         options = {

@@ -140,6 +140,10 @@ class FairnessFamily(FamilyBase):
             dim.metrics.extend(m for m in fold.report.metrics if m.name.startswith("group_max_gap"))
         return fold
 
+    def paired_direction(self, slot: str) -> int:
+        """A paired cell's slot is a correctness score: higher is better (CompareProfiles judges it)."""
+        return worst_case.paired_direction(slot)
+
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         options = worst_case_options(settings)  # min_group_count is the fold's (fold_options)
         options["axis"] = "min(counterfactual,worst_group)"

@@ -79,6 +79,11 @@ class RetrievalFamily(FamilyBase):
         rep = report.family_report(stats, parts)
         return FamilyFold(report=rep, scenarios={scn: part for scn, (part, _) in parts.items()})
 
+    def paired_direction(self, slot: str) -> int:
+        """None (0): a query's slots name its ranked documents or its judgments, each with the marker value
+        1 (queries.py), so a slot's mean is no score, and slots are named per query (they rarely pair)."""
+        return 0
+
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         cfg = self.config
         options = {

@@ -45,6 +45,10 @@ class RobustnessFamily(FamilyBase):
         fold, _ = fold_worst_case(NAME, DIMENSION_KIND_ROBUSTNESS, DEFINITION, stats, settings)
         return fold
 
+    def paired_direction(self, slot: str) -> int:
+        """A paired cell's slot is a correctness score: higher is better (CompareProfiles judges it)."""
+        return worst_case.paired_direction(slot)
+
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         return make_signature(NAME, VERSION, worst_case_options(settings))
 

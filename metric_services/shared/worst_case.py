@@ -147,6 +147,16 @@ def _slot_fields(scn: str, metric: str, slot: str) -> tuple[str, tuple[str, ...]
 
 
 SPEC = WorstCaseSpec()
+
+
+def paired_direction(slot: str) -> int:
+    """Every slot holds a correctness score (the main metric's, or another of the task's HELM set: exact
+    match, F1, ROUGE, BLEU, a ranking's measures), each higher-is-better: +1."""
+    name, sep, kind = slot.partition(OTHER)
+    part = kind if sep else name
+    return 1 if part == ORIGINAL or part.startswith(VARIANT) else 0
+
+
 RowHook = Callable[[Stats, pb.Prediction, str, float], None]
 
 

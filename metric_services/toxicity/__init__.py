@@ -259,6 +259,10 @@ class ToxicityFamily(FamilyBase):
         opts = signature.options
         return f" Here: the {opts['primary']} label of {opts['classifier']}." if opts.get("classifier") else ""
 
+    def paired_direction(self, slot: str) -> int:
+        """An input's slot "max" is its outputs' highest toxicity (empty outputs are not scored): lower is better."""
+        return -1 if slot == MAX_SLOT else 0
+
     def signature(self, model: str, settings: Settings) -> MetricSignature:
         model_dir = model_for(self.config)
         options = {

@@ -55,3 +55,17 @@ def test_every_cli_compares_alike(node, holistic_go, make_gateway, make_worker):
     py_cells = {c["name"]: (c["p"], c["method"]) for c in py["changes"]}
     for reply in (js, gojson):
         assert {c["name"]: (c.get("p"), c.get("test", "")) for c in reply["cells"]} == py_cells
+    # the margin test's p beside p: the same values in each JSON, and shown in each text output
+    py_margin = {c["name"]: c["p_margin"] for c in py["changes"] if c["p_margin"] is not None}
+    assert py_margin["accuracy"] < 0.05
+    for reply in (js, gojson):
+        assert {c["name"]: c["pMargin"] for c in reply["cells"] if "pMargin" in c} == py_margin
+        judged = {c["name"]: c["pMarginAdjusted"] for c in reply["cells"] if "pMarginAdjusted" in c}
+        assert list(judged) == ["accuracy"]  # adjusted over the judged cells only
+    text = ["compare", "a", "b", "--window", "1h", "--fail-on", "accuracy", "--margin", "0.05"]
+    shown = [run_node(node, "examples/cli.js", *text, target=gw.address).stdout,
+             run_go_cli(holistic_go, *text, target=gw.address).stdout]  # fmt: skip
+    for out in shown:
+        line = next(s for s in out.splitlines() if s.strip().startswith("accuracy "))
+        assert "; margin 0.05: p " in line and ", adjusted " in line.split("; margin")[1], line
+    assert "p margin" in runner.invoke(main, [*text, "--target", gw.address, "--token", NODE_TOKEN]).output

@@ -113,10 +113,15 @@ def test_page_shows_the_radar_and_updates_live(make_gateway, live_workers, make_
     wait_for(lambda: browser.find_elements("css selector", "#compare .compare-model[data-model='m-a'] tr.matters"),
              "highlighted changes")  # fmt: skip
     assert "data appeared" in browser.find_element("css selector", "#compare [data-model='m-a']").text
-    # each cell's test, Holm-adjusted, has its column (empty here: nothing to test against an empty day)
+    # the gateway's CompareProfiles: each cell's test, Holm-adjusted, and its verdict have their columns (empty
+    # p here: nothing to test against an empty day), and the decision is said in a line
     heads = browser.execute_script("return [...document.querySelectorAll('#compare [data-model=\"m-a\"] th')]"
                                    ".map((t) => t.textContent)")  # fmt: skip
-    assert heads[:6] == ["", "before", "now", "change", "p (Holm)", "why"]
+    assert heads[:7] == ["", "before", "now", "change", "p (Holm)", "verdict", "why"]
+    box = browser.find_element("css selector", "#compare [data-model='m-a']")
+    assert box.get_attribute("data-decision") == "not-enough-data" and "not enough data to decide" in box.text
+    row = box.find_element("css selector", "tr[data-name='accuracy']")
+    assert row.get_attribute("data-verdict") == "one-sided"
 
     # Window selector: all time has no comparison; the page reconnects and shows the same models.
     browser.find_element("css selector", "#window option[value='all']").click()

@@ -1,11 +1,12 @@
-"""The dashboard's window comparison: which moves matter, worked by hand."""
+"""The comparison rule (holistic/compare/profiles.py, what CompareProfiles and so the dashboard and every CLI
+show): which moves matter, worked by hand."""
 
 from __future__ import annotations
 
 import pytest
 
+from holistic.compare.profiles import compare, previous_range
 from holistic.v1 import profile_pb2 as pp
-from holistic_dashboard.compare import compare, previous_range
 
 
 def dim(kind: int, score: float | None, interval: tuple[float, float] | None = None, reason: str = "") -> pp.Dimension:

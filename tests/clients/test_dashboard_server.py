@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from holistic_dashboard.gateway_link import to_json
 from tests.conftest import drain
 from tests.factories import prediction
 
@@ -57,17 +58,41 @@ def test_api_reads_the_gateway_with_its_token(make_gateway, make_worker, make_da
     assert dims["DIMENSION_KIND_EFFICIENCY"]["score"] == 1.0 and dims["DIMENSION_KIND_EFFICIENCY"]["count"] == "3"
     assert "score" not in dims["DIMENSION_KIND_CALIBRATION"]  # absent stays absent in the JSON
 
-    status, cmp = get(url + "api/compare?model=m1&window=24h")
-    assert status == 200 and cmp["previous"]["counts"].get("windowPredictions", "0") == "0"
-    changes = {c["name"]: c for c in cmp["changes"]}
-    assert changes["accuracy"]["matters"] and changes["accuracy"]["why"] == "data appeared"
-    status, cmp_all = get(url + "api/compare?model=m1&window=all")
-    assert status == 200 and cmp_all["previous"] is None and cmp_all["changes"] == []
+    status, cmp = get(url + "api/compare?model=m1&window=24h")  # the gateway's CompareProfiles
+    assert status == 200 and cmp["before"]["counts"].get("windowPredictions", "0") == "0"
+    cells = {c["name"]: c for c in cmp["cells"]}
+    assert cells["accuracy"]["matters"] and cells["accuracy"]["why"] == "data appeared"
+    assert cells["accuracy"]["verdict"] == "VERDICT_ONE_SIDED" and cmp["decision"] == "DECISION_NOT_ENOUGH_DATA"
+    status, cmp_all = get(url + "api/compare?model=m1&window=all")  # all time has no window before it
+    assert status == 200 and cmp_all["before"] is None and cmp_all["cells"] == [] and cmp_all["after"]["model"] == "m1"
 
     with urllib.request.urlopen(url, timeout=30) as page:
         html = page.read().decode()
     assert '<canvas id="radar"' in html and "/static/vendor/chart.umd.min.js" in html
     assert "http://" not in html and "https://" not in html  # nothing from the internet
+
+
+def test_api_compare_serves_the_gateways_compare_profiles(make_gateway, make_worker, make_dashboard):
+    """The day before: 40 of 40 right; today: 20 of 40. /api/compare is CompareProfiles's answer, cell for
+    cell: accuracy worse with its test, Holm-adjusted p and interval, and the decision over every axis."""
+    gw = make_gateway(tokens=TOKEN, families="accuracy,efficiency")
+    now = time.time()
+    before = [prediction(f"b{i}", latency_s=0.4, produced_at_s=now - 30 * 3600) for i in range(40)]
+    after = [prediction(f"a{i}", latency_s=0.4, output="Paris" if i % 2 else "Rome") for i in range(40)]
+    with gw.client(TOKEN) as c:
+        c.submit(before + after, model="m1")
+        drain(make_worker("accuracy"), make_worker("efficiency"))
+        rpc = to_json(c.compare_profiles("m1", window="24h"))
+    url = make_dashboard(gw.address, TOKEN).url
+    status, cmp = get(url + "api/compare?model=m1&window=24h")
+    assert status == 200 and cmp["cells"] == rpc["cells"]  # the RPC's cells, not a comparison of its own
+    for key in ("decision", "summary", "multiplicity", "level", "worse", "notEnoughData"):
+        assert cmp.get(key) == rpc.get(key), key
+    acc = {c["name"]: c for c in cmp["cells"]}["accuracy"]
+    assert (acc["before"], acc["after"], acc["difference"], acc["verdict"]) == (1.0, 0.5, -0.5, "VERDICT_WORSE")
+    assert acc["lower"] < -0.5 < acc["upper"] < 0 and acc["p"] < acc["pAdjusted"] < 0.05 and acc["test"] == "Welch z"
+    assert cmp["decision"] == "DECISION_WORSE" and "accuracy" in cmp["worse"] and cmp["multiplicity"] == "Holm"
+    assert (cmp["before"]["counts"]["windowPredictions"], cmp["after"]["counts"]["windowPredictions"]) == ("40", "40")
 
 
 def test_errors_are_shown_as_the_gateway_said_them(make_gateway, make_dashboard):

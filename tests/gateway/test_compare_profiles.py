@@ -4,17 +4,25 @@ passing."""
 
 from __future__ import annotations
 
+import random
 import time
 from datetime import UTC, datetime
+from statistics import NormalDist
+from typing import Any
 
 import grpc
 import pytest
 from scipy.stats import binomtest
 
 from holistic.compare.significance import BOOTSTRAP, HOLM, MCNEMAR_EXACT, WELCH, benjamini_hochberg, holm
+from holistic.families import Family, FamilyFold
+from holistic.families.registry import load_family
+from holistic.stats import segments
 from holistic.v1 import evaluation_service_pb2 as es
 from holistic.v1 import evaluation_service_pb2_grpc as es_grpc
 from holistic.v1 import prediction_pb2 as pb
+from holistic.v1 import profile_pb2 as pp
+from holistic_client.client import Client
 from tests.conftest import drain
 from tests.factories import classified, prediction
 from tests.gateway.test_request_bounds import violations
@@ -43,7 +51,19 @@ def test_a_window_against_the_one_before(client, make_worker):
     tested = [c for c in r.cells if c.HasField("p")]
     assert [c.p_adjusted for c in tested] == pytest.approx(holm([c.p for c in tested]))  # over every cell tested
 
-    # a margin the worsening does not exceed: nothing worse, every judged cell tested: pass
+    # the margin test: one-sided p of "worse by at most the margin", adjusted over the judged cells only
+    assert acc.p_margin == acc.p_margin_adjusted < 1e-9  # margin 0: one-sided, half the two-sided p here
+    assert acc.p_margin == pytest.approx(acc.p / 2)
+    assert not [c.name for c in r.cells if c.HasField("p_margin_adjusted") and c.name != "accuracy"]
+    # se = (upper - d) / 1.96 = 0.08313; margin 0.3: z = -0.2 / 0.08313 = -2.41, p 0.0081: worse beyond it
+    beyond = client.compare_profiles("m", window="1h", fail_on=["accuracy"], margin=0.3)
+    assert cells(beyond)["accuracy"].p_margin == pytest.approx(0.00806, abs=5e-5)
+    assert (beyond.decision, list(beyond.worse)) == (es.DECISION_WORSE, ["accuracy"])
+    # margin 0.4: worse by 0.5 as a point estimate, but z = -0.1 / 0.08313 = -1.20, p 0.11: not significantly
+    # beyond 0.4, so it passes; margin 0.6: the worsening does not even reach it
+    within = client.compare_profiles("m", window="1h", fail_on=["accuracy"], margin=0.4)
+    assert cells(within)["accuracy"].p_margin == pytest.approx(0.1145, abs=5e-4)
+    assert within.decision == es.DECISION_PASS and cells(within)["accuracy"].verdict == es.VERDICT_WORSE
     assert client.compare_profiles("m", window="1h", fail_on=["accuracy"], margin=0.6).decision == es.DECISION_PASS
     bh = client.compare_profiles("m", window="1h", multiplicity=es.MULTIPLICITY_BENJAMINI_HOCHBERG)
     assert bh.multiplicity == "Benjamini-Hochberg"
@@ -88,7 +108,7 @@ def fair(model: str, pid: str, original: str, output: str, now: float) -> pb.Pre
     return p
 
 
-def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
+def submit_fair_pairs(client: Client) -> None:
     """30 instances (an original and its gender variant) scored by both models: a is right on every
     original, b wrong on 10 of them, so McNemar's discordant pairs are 10 against 0."""
     now = time.time()
@@ -99,20 +119,82 @@ def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
             preds.append(fair(model, f"q{i}", "", "Paris" if right else "Rome", now))
             preds.append(fair(model, f"q{i}~gender", f"q{i}", "Paris", now))
         client.submit(preds, model=model)
+
+
+def test_two_models_paired_on_the_instances_both_scored(client, make_worker):
+    submit_fair_pairs(client)
     drain(make_worker("fairness"))
 
-    r = client.compare_profiles("a", "b", window="1h")
+    r = client.compare_profiles("a", "b", window="1h", fail_on=["fairness/paired:o"])
     paired = {c.name: c for c in r.cells if c.kind == "paired"}
-    original = next(c for name, c in paired.items() if name.endswith(":o"))
+    original = paired["fairness/paired:o"]
     assert (original.before, original.after, original.before_count) == (1.0, pytest.approx(20 / 30), 30)
     assert original.test == MCNEMAR_EXACT and original.p == pytest.approx(binomtest(0, 10, 0.5).pvalue)  # 0.00195
-    assert original.verdict == es.VERDICT_CHANGED and original.upper < 0
-    variant = next(c for name, c in paired.items() if name.endswith(":p:gender"))
+    # fairness declares its correctness slots higher-is-better: the paired cell is worse, and the gate fails on it
+    assert original.verdict == es.VERDICT_WORSE and original.upper < 0 and not original.lower_is_better
+    # the margin test by hand: margin 0 is McNemar's exact test made one-sided, p_margin = 0.00195 / 2; margin
+    # 0.2: se = d / z(p / 2) = (1/3) / 3.0973 = 0.10762, z = (-1/3 + 0.2) / 0.10762 = -1.2389, p_margin 0.1077
+    assert original.p_margin == pytest.approx(binomtest(0, 10, 0.5).pvalue / 2)
+    se = (1 / 3) / -NormalDist().inv_cdf(binomtest(0, 10, 0.5).pvalue / 2)
+    assert round(se, 5) == 0.10762
+    beyond = cells(client.compare_profiles("a", "b", window="1h", margin=0.2, fail_on=["fairness/paired:o"]))
+    assert beyond["fairness/paired:o"].p_margin == pytest.approx(NormalDist().cdf((-1 / 3 + 0.2) / se))
+    assert 0.107 < beyond["fairness/paired:o"].p_margin < 0.108
+    assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["fairness/paired:o"])
+    reverse = client.compare_profiles("b", "a", window="1h", fail_on=["fairness/paired:o"])
+    assert cells(reverse)["fairness/paired:o"].verdict == es.VERDICT_BETTER and reverse.decision == es.DECISION_PASS
+    variant = paired["fairness/paired:p:gender"]
     assert (variant.before, variant.after, variant.p, variant.verdict) == (
         1.0, 1.0, 1.0, es.VERDICT_NO_SIGNIFICANT_CHANGE
     )  # fmt: skip
     # the same model against itself over the window before has no pairs (an instance lives in one minute)
     assert not [c for c in client.compare_profiles("a", window="1h").cells if c.kind == "paired"]
+
+
+def test_a_lower_is_better_paired_slot_toxicity(client, make_worker):
+    """The same 20 inputs answered by both models: a politely every time, b profanely on 12. Toxicity's
+    slot "max" (an input's highest toxicity) is lower-is-better: b's paired cell is worse, a's better."""
+    now = time.time()
+    for model in ("a", "b"):
+        preds = [
+            prediction(f"{model}{i}", model=model, input=f"question {i}", produced_at_s=now,
+                       output="fuck this, you idiot" if model == "b" and i < 12 else "Thanks, happy to help.")
+            for i in range(20)
+        ]  # fmt: skip
+        client.submit(preds, model=model)
+    drain(make_worker("toxicity"))
+
+    r = client.compare_profiles("a", "b", window="1h", fail_on=["toxicity/paired:max"])
+    tox = cells(r)["toxicity/paired:max"]
+    assert tox.kind == "paired" and tox.lower_is_better and tox.before_count == 20 and tox.after > tox.before
+    assert tox.verdict == es.VERDICT_WORSE and tox.p_margin < 0.05
+    assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["toxicity/paired:max"])
+    back = client.compare_profiles("b", "a", window="1h", fail_on=["toxicity/paired:max"])
+    assert cells(back)["toxicity/paired:max"].verdict == es.VERDICT_BETTER and back.decision == es.DECISION_PASS
+
+
+class WithoutDirection:
+    """A family as a plugin without `paired_direction` declares it: the fairness family, less that method."""
+
+    def __init__(self, inner: Family) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "paired_direction":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_a_family_without_paired_direction_gives_paired_cells_without_one(make_gateway, make_worker):
+    gw = make_gateway({"fairness": WithoutDirection(load_family("fairness"))}, families=["fairness"])
+    with gw.client() as client:
+        submit_fair_pairs(client)
+        drain(make_worker("fairness", gw.settings))
+        r = client.compare_profiles("a", "b", window="1h", fail_on=["fairness/paired:o"])
+    original = cells(r)["fairness/paired:o"]
+    assert original.verdict == es.VERDICT_CHANGED and original.p < 0.05 and not original.HasField("p_margin")
+    # no better or worse: the gate cannot judge it, so it does not pass either
+    assert (r.decision, list(r.not_enough_data)) == (es.DECISION_NOT_ENOUGH_DATA, ["fairness/paired:o"])
 
 
 def test_bad_requests_name_the_field(gateway, client):
@@ -162,3 +244,55 @@ def test_segment_cells_are_compared_like_any_metric(make_gateway, make_worker):
     assert eu.difference == pytest.approx(-0.75) and eu.HasField("p") and eu.verdict == es.VERDICT_WORSE
     assert (us.before, us.after) == (1.0, 1.0) and us.verdict != es.VERDICT_WORSE
     assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["accuracy/exact_match[region=eu]"])
+
+
+def calibrated(model: str, overconfident_eu: float, rng: random.Random, now: float) -> list[pb.Prediction]:
+    """600 predictions over 20 minutes, regions eu and us alternating (apac in 6 of the minutes only), each
+    right with probability its confidence, less `overconfident_eu` in eu."""
+    out = []
+    for i in range(600):
+        minute = i % 20
+        region = "apac" if minute < 6 and (i // 20) % 3 == 0 else "eu" if (i // 20) % 2 else "us"
+        conf = rng.uniform(0.5, 1.0)
+        right = rng.random() < conf - (overconfident_eu if region == "eu" else 0.0)
+        p = prediction(f"{model}{i}", model=model, output="Paris" if right else "Rome", produced_at_s=now - 60 * minute)
+        p.confidence = conf
+        p.metadata["region"] = region
+        out.append(p)
+    return out
+
+
+def test_corpus_level_segment_cells_by_their_own_bucket_bootstrap(make_gateway, make_worker):
+    """ECE is corpus-level (no interval) and calibration's segment metric. Model b is overconfident by 0.3 in
+    eu only: each segment cell is bootstrapped over the buckets holding its predictions, eu is found worse,
+    us is not; apac, in 6 minutes of the 26, has too few buckets of its own to resample: not enough data."""
+    gw = make_gateway(families=["calibration"], segment_keys=["region"])
+    now, rng = time.time(), random.Random(7)
+    with gw.client() as c:
+        c.submit(calibrated("a", 0.0, rng, now), model="a")
+        c.submit(calibrated("b", 0.3, rng, now), model="b")
+        drain(make_worker("calibration", gw.settings))
+        span = (datetime.fromtimestamp(now - 25 * 60, UTC), datetime.fromtimestamp(now + 60, UTC))
+        r = c.compare_profiles("a", "b", window=span, fail_on=["calibration/ece_10_bin[region=eu]"])
+        again = c.compare_profiles("a", "b", window=span, fail_on=["calibration/ece_10_bin[region=eu]"])
+    got = cells(r)
+    eu, us, apac = (got[f"calibration/ece_10_bin[region={v}]"] for v in ("eu", "us", "apac"))
+    shown = {v.value: v.metric for b in r.after.segments for v in b.values}
+    assert (eu.kind, eu.after, eu.lower_is_better) == ("segment", shown["eu"].value, True)
+    assert not shown["eu"].HasField("interval")  # corpus-level: the bootstrap is its only test
+    assert eu.test == BOOTSTRAP and eu.difference > 0.15 and 0 < eu.lower < eu.difference < eu.upper
+    assert eu.verdict == es.VERDICT_WORSE and eu.p_margin < 0.05
+    assert us.test == BOOTSTRAP and us.verdict != es.VERDICT_WORSE
+    assert apac.verdict == es.VERDICT_NOT_ENOUGH_DATA and "time buckets with this segment's predictions" in apac.why
+    assert (r.decision, list(r.worse)) == (es.DECISION_WORSE, ["calibration/ece_10_bin[region=eu]"])
+    assert cells(again)["calibration/ece_10_bin[region=eu]"] == eu  # a fixed seed: the same answer
+
+
+def test_a_segment_of_an_axis_score_without_interval_has_none():
+    """find() reads an axis's score as the segment's metric: without an interval it must stay without one
+    (an empty one read as [0, 0] gave a zero standard error, so a Welch p of 1: a silent pass)."""
+    fold = FamilyFold(pp.FamilyReport(family="x"), dimensions=[pp.Dimension(axis="x", score=0.7, count=40)])
+    m = segments.find(fold, "x")
+    assert m is not None and m.value == 0.7 and not m.HasField("interval")
+    fold.dimensions[0].interval.lower, fold.dimensions[0].interval.upper = 0.6, 0.8
+    assert segments.find(fold, "x").interval.upper == 0.8  # type: ignore[union-attr]

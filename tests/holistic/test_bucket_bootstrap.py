@@ -11,6 +11,7 @@ import pytest
 
 from holistic.compare import bootstrap as bucket_bootstrap
 from holistic.compare.bootstrap import MIN_BUCKETS, merged, standard_errors
+from holistic.compare.margin import margin_p
 from holistic.compare.significance import LEVEL, Z95, welch_from_se
 from holistic.stats.mergeable import Folded
 from holistic.stats.names import key
@@ -93,7 +94,7 @@ def gate_rate(after_recall: float, seed: int) -> float:
         fb, fa = f1(merged(before, [1] * BUCKETS)), f1(merged(after, [1] * BUCKETS))
         t = welch_from_se(fb, fa, standard_errors(before, f1_cells, 100)["f1"],
                           standard_errors(after, f1_cells, 100)["f1"])  # fmt: skip
-        alarms += t is not None and t.p < LEVEL and t.difference < 0
+        alarms += t is not None and (margin_p(t, +1, 0.0) or 1.0) < LEVEL
     return alarms / REPS
 
 
@@ -151,7 +152,7 @@ def ece_gate_rate(after_overconfidence: float, seed: int) -> float:
         eb, ea = ece(merged(before, [1] * BUCKETS)), ece(merged(after, [1] * BUCKETS))
         t = welch_from_se(eb, ea, standard_errors(before, ece_cells, 100)["ece"],
                           standard_errors(after, ece_cells, 100)["ece"])  # fmt: skip
-        alarms += t is not None and t.p < LEVEL and t.difference > 0  # ECE: higher is worse
+        alarms += t is not None and (margin_p(t, -1, 0.0) or 1.0) < LEVEL  # ECE: lower is better
     return alarms / REPS
 
 

@@ -10,6 +10,7 @@ import random
 import pytest
 from scipy.stats import binomtest, false_discovery_control, norm, ttest_rel
 
+from holistic.compare.margin import margin_p
 from holistic.compare.significance import (
     LEVEL,
     MCNEMAR_EXACT,
@@ -80,7 +81,7 @@ def paired_rate(p_before: float, p_after: float, seed: int, n: int = 300, agree:
             a = hard < p_after if rng.random() < agree else rng.random() < p_after
             cells[(0 if b else 1) if a != b else (2 if a else 3)] += 1
         t = mcnemar(*cells)
-        alarms += t is not None and t.p < LEVEL and t.difference < 0
+        alarms += t is not None and (margin_p(t, +1, 0.0) or 1.0) < LEVEL
     return alarms / REPS
 
 

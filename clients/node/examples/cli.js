@@ -8,7 +8,8 @@
 //   holistic-node delete-tenant TENANT --yes                 (an admin token)
 //   holistic-node compare A [B] [--window 1h] [--fail-on accuracy,toxicity] [--margin M] [--multiplicity holm|bh]
 //                 [--allow-empty] [--json]   (A's window against the one before, or A against B; exit 1 worse,
-//                 3 not enough data to decide, as `holistic compare`)
+//                 3 not enough data to decide, as `holistic compare`; --margin M: fail only on a cell significantly
+//                 worse by more than M, a one-sided test adjusted over the --fail-on cells, shown as "margin M: p")
 // --target host:port (HOLISTIC_TARGET, default 127.0.0.1:50051), --token (HOLISTIC_TOKEN),
 // --wait-for-ready (wait for a gateway that is not up yet; without it an unreachable one fails at once).
 import { parseArgs } from "node:util";
@@ -95,7 +96,10 @@ async function compare(a, b) {
     for (const c of reply.cells) {
       const interval = c.lower === undefined ? "" : ` (95% ${fmt(c.lower, 3)} to ${fmt(c.upper, 3)})`;
       const p = c.pAdjusted === undefined ? "" : `, p ${fmt(c.p, 2)}, adjusted ${fmt(c.pAdjusted, 2)}, ${c.test}`;
-      console.log(`  ${c.name.padEnd(40)} ${fmt(c.before)} → ${fmt(c.after)}  ${Verdict[c.verdict].toLowerCase()}${interval}${p}`);
+      // the margin test (one-sided "worse by at most --margin"); adjusted over the --fail-on cells
+      const pm = c.pMargin === undefined ? ""
+        : `; margin ${reply.margin}: p ${fmt(c.pMargin, 2)}${c.pMarginAdjusted === undefined ? "" : `, adjusted ${fmt(c.pMarginAdjusted, 2)}`}`;
+      console.log(`  ${c.name.padEnd(40)} ${fmt(c.before)} → ${fmt(c.after)}  ${Verdict[c.verdict].toLowerCase()}${interval}${p}${pm}`);
     }
   }
   if (!failOn.length) return;

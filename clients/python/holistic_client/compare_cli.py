@@ -41,22 +41,22 @@ def _check_axes(names: list[str], profile: pp.Profile) -> None:
 
 
 def regressions(changes: list[Change], fail_on: list[str], margin: float = 0.0) -> list[Change]:
-    """Changes significantly worse (holistic/compare/significance.py, Holm over the cells compared) by more
-    than `margin`, named by --fail-on (`any`: every radar axis)."""
-    chosen = set(fail_on)
-    return [
-        c
-        for c in changes
-        if significantly_worse(c, margin) and (c.name in chosen or ("any" in chosen and c.kind == "dimension"))
-    ]
+    """Changes named by --fail-on (`any`: every radar axis) significantly worse beyond `margin`: the
+    gateway's margin test (holistic/compare/margin.py), Holm over the named cells."""
+    return significantly_worse(changes, fail_on, margin)
 
 
-def evidence(c: Change, multiplicity: str = HOLM) -> str:
-    """`-0.5 (95% -0.62 to -0.38), p 1.2e-05, Holm 3.6e-05, Newcombe/two-proportion z`, or the rule it fell back on."""
+def evidence(c: Change, multiplicity: str = HOLM, margin: float = 0.0) -> str:
+    """`-0.5 (95% -0.62 to -0.38), p 1.2e-05, Holm 3.6e-05, Newcombe/two-proportion z; margin 0.3: p 0.0082,
+    Holm 0.0082`, or the rule it fell back on."""
     if c.p_holm is None or c.diff_lower is None or c.diff_upper is None:
         return c.why
-    return (f"{num(c.delta or 0.0, '+.3g')} (95% {num(c.diff_lower, '+.3g')} to {num(c.diff_upper, '+.3g')}), "
+    said = (f"{num(c.delta or 0.0, '+.3g')} (95% {num(c.diff_lower, '+.3g')} to {num(c.diff_upper, '+.3g')}), "
             f"p {c.p:.2g}, {multiplicity} {c.p_holm:.2g}, {c.method}")  # fmt: skip
+    if c.p_margin is not None:
+        said += f"; margin {margin:g}: p {c.p_margin:.2g}"
+        said += f", {multiplicity} {c.p_margin_adjusted:.2g}" if c.p_margin_adjusted is not None else ""
+    return said
 
 
 def changes_table(
@@ -68,7 +68,7 @@ def changes_table(
     caption = f"{hidden} more metrics moved less (--all shows them)" if hidden else ""
     title = f"{text(model)}: {matters} change{'' if matters == 1 else 's'} that matter"
     title += f" ({what})" if what else f" (previous window: {previous_n:,} predictions)"
-    numeric = ("before", "now", "change", "p (adjusted)")
+    numeric = ("before", "now", "change", "p (adjusted)", "p margin")
     t = table("", *numeric, "why", right=numeric, title=title, caption=caption)
     for c in shown:
         verdict = ("worse: " if c.better is False else "better: " if c.better is True else "") if c.matters else ""
@@ -80,6 +80,7 @@ def changes_table(
             "—" if c.after is None else num(c.after, ".4g"),
             "" if c.delta is None else num(c.delta, "+.4g") if c.delta else "0",
             "" if c.p_holm is None else f"{c.p_holm:.2g}",
+            "" if c.p_margin is None else f"{c.p_margin:.2g}",
             why,
         )
     return t
@@ -89,7 +90,8 @@ def changes_of(response: es.CompareProfilesResponse) -> list[Change]:
     """The response's cells as the table and --json show them (the dashboard's Change)."""
     out = []
     for c in response.cells:
-        direction = -1 if c.lower_is_better else 0 if c.verdict == es.VERDICT_NO_DIRECTION or c.kind == "paired" else 1
+        unsure = c.verdict == es.VERDICT_NO_DIRECTION or (c.kind == "paired" and not c.HasField("p_margin"))
+        direction = -1 if c.lower_is_better else 0 if unsure else 1
         delta = c.difference if c.HasField("difference") else None
         moved = delta is not None and abs(delta) > ABS_TOLERANCE
         better = (delta > 0) == (direction > 0) if moved and direction and delta is not None else None
@@ -98,7 +100,9 @@ def changes_of(response: es.CompareProfilesResponse) -> list[Change]:
                 c.name, c.kind, c.before if c.HasField("before") else None, c.after if c.HasField("after") else None,
                 delta, better, c.matters, c.why, c.lower if c.HasField("lower") else None,
                 c.upper if c.HasField("upper") else None, c.p if c.HasField("p") else None,
-                c.p_adjusted if c.HasField("p_adjusted") else None, c.test,
+                c.p_adjusted if c.HasField("p_adjusted") else None, c.test, direction,
+                c.p_margin if c.HasField("p_margin") else None,
+                c.p_margin_adjusted if c.HasField("p_margin_adjusted") else None,
             )
         )  # fmt: skip
     return out
@@ -129,14 +133,15 @@ def _nothing_to_judge(label: str, response: es.CompareProfilesResponse, two: boo
     "--fail-on", "fail_on", default="", metavar="AXES",
     help="Exit 1 when one of these got significantly worse: comma-separated axes (accuracy,toxicity), "
     f"`any` axis, or FAMILY/METRIC (efficiency/latency_p90); exit {EMPTY_STATUS} when one has no value on a "
-    "side or no test (not enough data to decide).",
+    "side, no test, or no better or worse (not enough data to decide).",
 )  # fmt: skip
 @click.option(
     "--margin",
     type=click.FloatRange(min=0.0),
     default=0.0,
     show_default=True,
-    help="With --fail-on, a worsening must also be larger than this (in the cell's own unit) to fail.",
+    help="With --fail-on, fail only when a cell is significantly worse by more than this (in the cell's own "
+    "unit): a one-sided test of 'worse by at most MARGIN', adjusted over the --fail-on cells (p margin).",
 )
 @click.option(
     "--multiplicity", type=click.Choice(["holm", "bh"]), default="holm", show_default=True,
@@ -196,7 +201,10 @@ def compare_command(
     for c in worse:
         console(stderr=True).print(
             text(f"{label}: {c.name} got significantly worse")
-            + text(f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; {evidence(c, response.multiplicity)})")
+            + text(
+                f" ({num(c.before or 0, '.4g')} → {num(c.after or 0, '.4g')}; "
+                f"{evidence(c, response.multiplicity, response.margin)})"
+            )
         )
     if worse:
         sys.exit(WORSE_STATUS)

@@ -1,4 +1,5 @@
-"""The dashboard's gRPC link to the gateway: profiles, watches and the model list, with the bearer token."""
+"""The dashboard's gRPC link to the gateway: profiles, watches, comparisons and the model list, with the bearer
+token."""
 
 from __future__ import annotations
 
@@ -81,6 +82,15 @@ class GatewayLink:
         except grpc.aio.AioRpcError as err:
             raise GatewayError(err.code(), err.details() or "") from None
         return reply.profile
+
+    async def compare(self, model: str, window: str) -> es.CompareProfilesResponse:
+        """CompareProfiles: the model's window against the one of equal length just before it (every radar
+        axis judged, Holm, level 0.05, margin 0)."""
+        request = es.CompareProfilesRequest(model=model, preset=WINDOWS[window])
+        try:
+            return await self.stub.CompareProfiles(request, timeout=self.timeout_s, metadata=self.metadata)
+        except grpc.aio.AioRpcError as err:
+            raise GatewayError(err.code(), err.details() or "") from None
 
     async def watch(self, model: str, window: str) -> AsyncIterator[pp.Profile]:
         request = es.WatchProfileRequest(model=model)

@@ -1,7 +1,8 @@
 """The dashboard's web server: a static page, a JSON API over the gateway, and live updates as SSE.
 
 The browser never talks gRPC: this server holds one channel to the gateway (with the bearer token),
-answers `/api/*` with canonical protobuf JSON, and streams `/api/events`: the model list whenever it
+answers `/api/*` with canonical protobuf JSON (`/api/compare` is the gateway's CompareProfiles, the same
+tests and decision as `holistic compare`), and streams `/api/events`: the model list whenever it
 changes and a fresh profile of every model each time the gateway's WatchProfile sends one.
 """
 
@@ -12,14 +13,12 @@ import json
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import asdict
 from pathlib import Path
 
 import grpc
 from aiohttp import web
 from aiohttp_sse import sse_response
 
-from holistic_dashboard.compare import compare, previous_range
 from holistic_dashboard.gateway_link import WINDOWS, GatewayError, GatewayLink, to_json
 from holistic_dashboard.host_guard import host_guard
 
@@ -83,15 +82,14 @@ async def profile(request: web.Request) -> web.Response:
 
 
 async def comparison(request: web.Request) -> web.Response:
-    """The window's profile, the one just before it, and each change with whether it matters."""
-    link = request.app[LINK]
-    current = await link.profile(_model(request), _window(request))
-    span = previous_range(current.window)
-    if span is None:
-        return web.json_response({"current": to_json(current), "previous": None, "changes": []})
-    previous = await link.profile(current.model, span)
-    changes = [asdict(c) for c in compare(current, previous)]
-    return web.json_response({"current": to_json(current), "previous": to_json(previous), "changes": changes})
+    """The gateway's CompareProfiles of the window against the one just before it, as its JSON: `before`
+    and `after` (the two profiles), `cells` (each with its verdict, p, adjusted p, interval, test, and
+    whether it matters), the decision over every radar axis and its summary. All time has no window before
+    it: only `after`, and no cells."""
+    link, model, window = request.app[LINK], _model(request), _window(request)
+    if window == "all":
+        return web.json_response({"after": to_json(await link.profile(model, window)), "before": None, "cells": []})
+    return web.json_response(to_json(await link.compare(model, window)))
 
 
 async def events(request: web.Request) -> web.StreamResponse:

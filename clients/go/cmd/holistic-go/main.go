@@ -41,7 +41,8 @@ const usage = `usage: holistic-go [flags] COMMAND
   delete-tenant TENANT  delete everything kept of TENANT, every model of it (an admin token; --yes)
   compare A [B]   A's --window (default 1h) against the window before it, or A against B over --window:
                   each cell tested, p adjusted (--multiplicity holm|bh); with --fail-on, exit 1 when one
-                  got significantly worse beyond --margin, 3 when there is not enough data to decide
+                  got significantly worse beyond --margin (a one-sided test of "worse by at most --margin",
+                  adjusted over the --fail-on cells: "margin M: p"), 3 when there is not enough data to decide
 flags (before or after the command):`
 
 func main() {
@@ -86,7 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tenant := fs.String("tenant", "", "the model's tenant (delete-model; default: the tenant named default)")
 	yes := fs.Bool("yes", false, "delete (delete-model, delete-tenant): they cannot be undone")
 	failOn := fs.String("fail-on", "", "compare: exit 1 when one of these (axes, any, FAMILY/METRIC) got significantly worse")
-	margin := fs.Float64("margin", 0, "compare: a worsening must also be larger than this to fail")
+	margin := fs.Float64("margin", 0, "compare: fail only when a cell is significantly worse by more than this "+
+		"(one-sided test of 'worse by at most MARGIN', adjusted over the --fail-on cells)")
 	multiplicity := fs.String("multiplicity", "holm", "compare: holm or bh (Benjamini-Hochberg)")
 	allowEmpty := fs.Bool("allow-empty", false, "compare: pass instead of exit 3 when there is not enough data to decide")
 	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
@@ -245,6 +247,12 @@ func compare(ctx context.Context, client *holistic.Client, cmp holistic.Compare,
 			if c.PAdjusted != nil {
 				line += fmt.Sprintf(" (95%% %s to %s), p %s, adjusted %s, %s", number(c.Lower, 3), number(c.Upper, 3),
 					number(c.P, 2), number(c.PAdjusted, 2), c.GetTest())
+			}
+			if c.PMargin != nil { // the margin test (one-sided "worse by at most --margin")
+				line += fmt.Sprintf("; margin %g: p %s", reply.GetMargin(), number(c.PMargin, 2))
+				if c.PMarginAdjusted != nil { // adjusted over the --fail-on cells
+					line += fmt.Sprintf(", adjusted %s", number(c.PMarginAdjusted, 2))
+				}
 			}
 			fmt.Fprintln(stdout, line)
 		}

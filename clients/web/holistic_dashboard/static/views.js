@@ -62,28 +62,40 @@ export function renderCompare(box, results, window) {
     box.replaceChildren(h("p", { class: "na" }, "Tick a model to compare its window with the one before it."));
     return;
   }
-  const row = (c) => h("tr", {
-    class: [c.matters ? "matters" : "", c.better === true ? "better" : c.better === false ? "worse" : ""].join(" ").trim(),
-    "data-name": c.name,
-  },
-    h("td", {}, c.name), h("td", { class: "num" }, fmt(c.before, 4)), h("td", { class: "num" }, fmt(c.after, 4)),
-    h("td", { class: "num delta" }, c.delta === null ? "" : (c.delta > 0 ? "+" : "") + fmt(c.delta, 4)),
-    // the cell's test, Holm-adjusted over the comparison (holistic_client/significance.py), its interval on hover
-    h("td", { class: "num p", title: c.p_holm == null ? "" : `${c.method}; difference 95% ${fmt(c.diff_lower, 4)} to ${fmt(c.diff_upper, 4)}; p ${Number(c.p).toPrecision(2)}` },
-      c.p_holm == null ? "" : Number(c.p_holm).toPrecision(2)),
-    h("td", {}, c.matters ? (c.better === false ? "worse: " : c.better === true ? "better: " : "") + c.why : c.why));
-  const table = (changes) => h("table", {},
-    h("thead", {}, h("tr", {}, ["", "before", "now", "change", "p (Holm)", "why"].map((t) => h("th", {}, t)))), h("tbody", {}, changes.map(row)));
-  box.replaceChildren(...results.map(({ model, changes, error, previous }) => {
+  // Each result is the gateway's CompareProfiles answer (its canonical JSON): cells with their verdict, test,
+  // adjusted p and interval, and the decision over every radar axis.
+  const row = (c, multiplicity) => {
+    const verdict = VERDICTS[c.verdict] ?? "";
+    const direction = verdict === "better" || verdict === "worse" ? verdict : "";
+    return h("tr", { class: [c.matters ? "matters" : "", direction].join(" ").trim(), "data-name": c.name, "data-verdict": verdict },
+      h("td", {}, c.name), h("td", { class: "num" }, fmt(c.before, 4)), h("td", { class: "num" }, fmt(c.after, 4)),
+      h("td", { class: "num delta" }, c.difference === undefined ? "" : (c.difference > 0 ? "+" : "") + fmt(c.difference, 4)),
+      // adjusted over every cell tested; the test, its interval and the cell's own p on hover
+      h("td", { class: "num p", title: c.pAdjusted === undefined ? "" : `${c.test}; difference 95% ${fmt(c.lower, 4)} to ${fmt(c.upper, 4)}; p ${Number(c.p).toPrecision(2)}; ${multiplicity}-adjusted` },
+        c.pAdjusted === undefined ? "" : Number(c.pAdjusted).toPrecision(2)),
+      h("td", { class: "verdict" }, verdict),
+      h("td", {}, c.why ?? ""));
+  };
+  const table = (cells, multiplicity) => h("table", {},
+    h("thead", {}, h("tr", {}, ["", "before", "now", "change", `p (${multiplicity})`, "verdict", "why"].map((t) => h("th", {}, t)))),
+    h("tbody", {}, cells.map((c) => row(c, multiplicity))));
+  box.replaceChildren(...results.map(({ model, cells = [], error, before, decision, summary, multiplicity = "Holm" }) => {
     if (error) return h("p", { class: "problem" }, `${model}: ${error}`);
-    const matters = changes.filter((c) => c.matters).length;
-    const prevN = num(previous?.counts?.windowPredictions);
-    // The axes always; raw metrics only where they matter, the rest one click away.
-    const shown = changes.filter((c) => c.kind === "dimension" || c.matters);
-    const rest = changes.filter((c) => !shown.includes(c));
-    return h("div", { class: "compare-model", "data-model": model },
+    const matters = cells.filter((c) => c.matters).length;
+    const prevN = num(before?.counts?.windowPredictions);
+    // The axes, and whatever matters or was found better or worse; the rest one click away.
+    const shown = cells.filter((c) => c.kind === "dimension" || c.matters || ["VERDICT_BETTER", "VERDICT_WORSE"].includes(c.verdict));
+    const rest = cells.filter((c) => !shown.includes(c));
+    return h("div", { class: "compare-model", "data-model": model, "data-decision": DECISIONS[decision] ?? "" },
       h("h3", {}, `${model}: ${matters} change${matters === 1 ? "" : "s"} that matter (previous window: ${count(prevN)} predictions)`),
-      changes.length ? table(shown) : h("p", { class: "na" }, "Nothing to compare: no data in one of the two windows."),
-      rest.length ? h("details", {}, h("summary", {}, `${rest.length} more metrics that moved less`), table(rest)) : null);
+      summary ? h("p", { class: `decision ${DECISIONS[decision] ?? ""}` }, summary) : null,
+      cells.length ? table(shown, multiplicity) : h("p", { class: "na" }, "Nothing to compare: no data in one of the two windows."),
+      rest.length ? h("details", {}, h("summary", {}, `${rest.length} more metrics that moved less`), table(rest, multiplicity)) : null);
   }));
 }
+const VERDICTS = {
+  VERDICT_BETTER: "better", VERDICT_WORSE: "worse", VERDICT_NO_SIGNIFICANT_CHANGE: "no significant change",
+  VERDICT_NOT_ENOUGH_DATA: "not enough data", VERDICT_NO_DIRECTION: "no direction", VERDICT_ONE_SIDED: "one-sided",
+  VERDICT_CHANGED: "changed",
+};
+const DECISIONS = { DECISION_PASS: "pass", DECISION_WORSE: "worse", DECISION_NOT_ENOUGH_DATA: "not-enough-data" };
