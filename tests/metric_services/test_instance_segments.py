@@ -38,14 +38,23 @@ def cells(profile, family: str) -> dict[str, tuple[str, float, int, float, float
     }
 
 
-def stream(make_gateway, make_worker, family: str, batches: list[list[pb.Prediction]], **settings):
-    """Each batch applied by the next of two replicas, in its own read: the family's profile of model m."""
-    gw = make_gateway(segment_keys=["region"], **settings)
+def stream(gw, make_worker, family: str, batches: list[list[pb.Prediction]], together: bool = False):
+    """Each batch applied by the next of two replicas, in its own read (together: all of them in one read of one
+    replica, applied as one: metric_services/work.py's coalesce): the profile of model m."""
     workers = [make_worker(family, gw.settings), make_worker(family, gw.settings)]
+    for q in workers[0].queues:  # deployed before the first batch (a plugin the gateway's settings do not name)
+        q.ensure_group(workers[0].group)
+    gw.call(gw.gateway.deployment.refresh)
     with gw.client() as c:
         for i, batch in enumerate(batches):
             c.submit(batch, batch_id=f"b{i}", model="m")
-            drain(workers[i % 2])
+            if not together:
+                drain(workers[i % 2])
+        if together:
+            w = workers[0]
+            entries = w.queue.read(w.group, w.consumer, len(batches), None)
+            assert len(entries) == len(batches)
+            w.process(entries, w.queue)
         return c.get_profile("m")
 
 
@@ -62,11 +71,12 @@ def worst_case_batches(kind: int) -> list[list[pb.Prediction]]:
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("together", [False, True])
 @pytest.mark.parametrize(("family", "kind"), [("robustness", ROB), ("fairness", FAIR)])
 def test_worst_case_per_region_when_originals_and_variants_arrive_in_other_batches(
-    make_gateway, make_worker, family, kind
+    make_gateway, make_worker, family, kind, together
 ):
-    p = stream(make_gateway, make_worker, family, worst_case_batches(kind))
+    p = stream(make_gateway(segment_keys=["region"]), make_worker, family, worst_case_batches(kind), together)
     got = cells(p, family)
     assert list(got) == ["eu", "us"]  # 3 instances each: by value
     for region, worst in {"eu": [0, 0, 1], "us": [0, 1, 1]}.items():
@@ -74,3 +84,133 @@ def test_worst_case_per_region_when_originals_and_variants_arrive_in_other_batch
         assert got[region] == pytest.approx((family, fmean(worst), 3, lo, hi), abs=1e-9), region
     whole = next(m for m in next(f for f in p.families if f.family == family).metrics if m.name == family)
     assert (whole.value, whole.count) == (pytest.approx(3 / 6), 6)
+
+
+def cell_fold(r, settings, family: str, value: str) -> dict[str, tuple[float, int]]:
+    """The family's own fold of one region cell's stored statistics (all time): its metrics."""
+    from holistic.families.registry import load_family
+    from holistic.redis.keys import Keys
+    from holistic.stats import segments
+    from holistic.stats.mergeable import Folded
+
+    stored = Folded.from_hashes([r.hgetall(Keys(settings.key_prefix).stats("m", family, "all"))])
+    cell = segments.split(stored)[1].groups()["region"].groups()[segments.cell_part(value)]
+    fold = load_family(family).fold(Folded(dict(cell)), "m", settings)
+    return {m.name: (m.value, m.count) for m in fold.report.metrics}
+
+
+def test_a_counterfactual_pair_split_across_batches_lands_in_its_cell(make_gateway, make_worker, use_table, r):
+    """eu: o1 (.9) and its gender variant (.3, the batch before) -> gap .6; us: o2 (.2), its variant (.4) after
+    -> .2; o3's variant (eu) never meets its original: unpaired, in eu's cell too."""
+    from tests.metric_services.test_cross_batch_joins import BIAS, fair
+
+    use_table({**BIAS, "v3": [0.5]})
+
+    def region(p: pb.Prediction, value: str) -> pb.Prediction:
+        p.metadata["region"] = value
+        return p
+
+    batches = [
+        [region(fair("o1~g", "o1", "v1"), "eu"), region(prediction("o2", output="o2", scenario="chat"), "us")],
+        [region(prediction("o1", output="o1", scenario="chat"), "eu"), region(fair("o2~g", "o2", "v2g"), "us"),
+         region(fair("o3~g", "o3", "v3"), "eu")],
+    ]  # fmt: skip
+    gw = make_gateway(segment_keys=["region"])
+    p = stream(gw, make_worker, "bias", batches)
+    whole = {m.name: (m.value, m.count) for f in p.families if f.family == "bias" for m in f.metrics}
+    assert whole["counterfactual_toxicity_gap"] == (pytest.approx((0.6 + 0.2) / 2), 2)
+    eu, us = cell_fold(r, gw.settings, "bias", "eu"), cell_fold(r, gw.settings, "bias", "us")
+    assert eu["counterfactual_toxicity_gap"] == (pytest.approx(0.6), 1)
+    assert eu["counterfactual_unpaired"][0] == 1
+    assert us["counterfactual_toxicity_gap"] == (pytest.approx(0.2), 1) and "counterfactual_unpaired" not in us
+
+
+class ConsistencySpec:
+    """A plugin's InstanceSpec: an input is consistently right when every completion of it is right."""
+
+    thresholded = False
+
+    def reducer(self, slot: str) -> str:
+        return "min"
+
+    def derive(self, instance: str, slots) -> dict[str, float]:
+        return {"consistent": min(slots.values())}
+
+    def thresholds(self, quantity: str) -> tuple[float, ...]:
+        return ()
+
+
+def consistency_family():
+    """A family written against holistic.family alone, with per-instance state and no word of segments."""
+    from holistic.family import (
+        BatchEnvelope,
+        FamilyBase,
+        FamilyFold,
+        FamilyReport,
+        Folded,
+        MetricMetadata,
+        MetricSignature,
+        Partial,
+        Row,
+        Settings,
+        Stats,
+        key,
+        make_signature,
+        mean,
+        prediction_minute,
+    )
+
+    class Consistency(FamilyBase):
+        name = "consistency"
+        version = "1"
+        metrics = (MetricMetadata("consistent", "Consistent", "Share of inputs whose every completion is right."),)
+        main_metrics = ("consistent",)
+
+        def compute(self, envelope: BatchEnvelope, settings: Settings) -> Partial:
+            out: dict[int, Stats] = {}
+            rows = []
+            for p in envelope.predictions:
+                minute = prediction_minute(p.produced_at.seconds, p.produced_at.nanos, envelope.accept_time.seconds)
+                out.setdefault(minute, Stats()).incr("completions")
+                right = float(bool(p.references) and p.output == p.references[0])
+                rows.append(Row(p.input, "c", right, minute))
+            return Partial(out, ConsistencySpec(), rows)
+
+        def fold(self, stats: Folded, model: str, settings: Settings) -> FamilyFold:
+            report = FamilyReport(family=self.name, count=int(stats.get("completions", 0)))
+            n = stats.get(key("consistent", "n"), 0)
+            if n:
+                total, sumsq = stats[key("consistent", "sum")], stats[key("consistent", "sumsq")]
+                report.metrics.append(mean("consistent", self.name, n, total, sumsq, clip=(0.0, 1.0)))
+            return FamilyFold(report=report)
+
+        def signature(self, model: str, settings: Settings) -> MetricSignature:
+            return make_signature(self.name, self.version, {})
+
+    return Consistency()
+
+
+def test_a_plugin_family_with_instance_state_gets_cells_with_no_code(make_gateway, make_worker):
+    """Inputs with completions in three batches: eu's i1 (right, right) and i2 (right, wrong) -> [1, 0];
+    us's i3 (right, right, right) and i4 (right) -> [1, 1]; i5's only completion has no region: no cell."""
+    family = consistency_family()
+
+    def completion(pid: str, inp: str, right: bool, region: str | None) -> pb.Prediction:
+        p = prediction(pid, input=inp, output="Paris" if right else "Rome", produced_at_s=NOW)
+        if region is not None:
+            p.metadata["region"] = region
+        return p
+
+    batches = [
+        [completion("a", "i1", True, "eu"), completion("b", "i2", True, "eu"), completion("c", "i3", True, "us")],
+        [completion("d", "i2", False, "eu"), completion("e", "i3", True, "us"), completion("f", "i5", False, None)],
+        [completion("g", "i1", True, "eu"), completion("h", "i3", True, "us"), completion("i", "i4", True, "us")],
+    ]  # fmt: skip
+    gw = make_gateway(segment_keys=["region"], fold_families={"consistency": family})
+    p = stream(gw, make_worker, family, batches)
+    got = cells(p, "consistency")
+    lo, hi = normal_interval([1, 0])
+    assert got["eu"] == pytest.approx(("consistent", 0.5, 2, lo, hi), abs=1e-9)
+    assert got["us"][:3] == ("consistent", 1.0, 2)
+    whole = next(m for f in p.families if f.family == "consistency" for m in f.metrics if m.name == "consistent")
+    assert (whole.value, whole.count) == (pytest.approx(3 / 5), 5)
