@@ -15,6 +15,13 @@ the aggregates get the difference: the old contribution is subtracted where it w
 added where it belongs. So a window's aggregates always equal a one-pass computation over the
 current states of the instances attributed to it.
 
+Segment cells (holistic/stats/segments.py): the runner tags a batch's instances with the cells of the
+predictions their rows came from (Partial.cells); a state keeps one cell per segment key, the least its rows
+carried (min: the same in any order), after its slots in its text (a state without cells, every one written
+before them, reads and writes as ever). Each contribution above is also added, or taken back, under each of
+the instance's cells ("#seg|<key>|<cell>|q|..."), so a cell's aggregates are those of the instances in it;
+an instance whose cell changes is taken back from the old cell and added to the new.
+
 Storage: instance states live in Redis hashes `inst:<family>:d:<day>`, one per day of first apply
 (Redis's clock, so every replica agrees on the day), field = instance key, value = `State.encode()`.
 A day's hash expires HOLISTIC_INSTANCE_TTL_S after the day ends: state lives TTL to TTL + 1 day. Each hash counts its

@@ -6,7 +6,9 @@ own `compute` once per part (each prediction is computed once: a family's statis
 batch merge to those of the whole, its contract), and stores each key's cells' statistics beside the whole's
 under fields "#seg|<key>|<cell>|<field>". The profile folds each cell with the family's own `fold` and keeps
 its main metric, with the interval the fold gives it. Rows of per-instance state (holistic/stats/instances.py) are
-joined across batches, not per cell: metrics made only from them are not broken down.
+joined across batches, not per cell: each part's rows tag their instances with the part's cells (Partial.cells),
+the instance's state keeps them (per key the least, so any order gives one cell), and its joined contribution is
+added under its cells' fields as well as the whole's.
 
 Bounded: a key's cells are its first HOLISTIC_SEGMENT_TOP_K values per model, first come first admitted
 (segment_admit.lua), and one `other` cell for every later value and every value longer than
