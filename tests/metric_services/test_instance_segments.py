@@ -214,3 +214,22 @@ def test_a_plugin_family_with_instance_state_gets_cells_with_no_code(make_gatewa
     assert got["us"][:3] == ("consistent", 1.0, 2)
     whole = next(m for f in p.families if f.family == "consistency" for m in f.metrics if m.name == "consistent")
     assert (whole.value, whole.count) == (pytest.approx(3 / 5), 5)
+
+
+@pytest.mark.parametrize("order", ["rankings_first", "judgments_first"])
+def test_a_ranking_judged_later_counts_in_its_querys_cell(make_gateway, make_worker, order):
+    """Rankings b > a > c; the judgments come in other batches, without metadata. eu: q0 (a relevant: RR 1/2)
+    and q1 (c: 1/3), q3 never judged; us: q2 (b: 1) and q5 (a: 1/2). RR@5 = RR@10 with three documents."""
+    from tests.metric_services.retrieval.test_late_judgments import batchings
+
+    regions = {"q0": "eu", "q1": "eu", "q3": "eu", "q2": "us", "q5": "us"}
+    batches = batchings()[order]
+    for batch in batches:
+        for p in batch:
+            if p.ranking.documents and any(d.HasField("score") for d in p.ranking.documents):
+                p.metadata["region"] = regions[p.id]  # the rankings; judgments-only rows carry none
+    p = stream(make_gateway(segment_keys=["region"]), make_worker, "retrieval", batches)
+    got = cells(p, "retrieval")
+    assert {v: got[v][:3] for v in got} == {
+        "eu": ("RR@5", pytest.approx(5 / 12), 2), "us": ("RR@5", pytest.approx(3 / 4), 2)
+    }  # fmt: skip
