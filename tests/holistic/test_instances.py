@@ -313,7 +313,7 @@ def test_a_state_keeps_its_cells_and_a_state_without_cells_reads_and_writes_as_b
     state = State(7, {"o": 1.0, "p:typos": 0.5}, {"region": value, "tier": "=pro"})
     assert State.decode(state.encode()) == state
     assert State(7, {"o": 1.0}).encode() == "7;o=1.0"  # the text of every state written before cells
-    assert State.decode("7;o=1.0;p:typos=0.5") == State(7, {"o": 1.0, "p:typos": 0.5}, {})
+    assert State.decode("7;o=1.0;p:typos=0.5") == State(7, {"o": 1.0, "p:typos": 0.5})
 
 
 def test_an_instance_is_in_the_least_cell_its_rows_carry_in_any_order():
