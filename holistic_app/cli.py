@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -70,6 +71,10 @@ def up(
     web dashboard (its address is printed at start; --no-dashboard leaves it out)."""
     from holistic_app import up as up_mod
 
+    if demo:  # the sample's rows carry metadata app_version: the demo shows its segments, unless told otherwise
+        from holistic_app.demo import SEGMENT_KEYS
+
+        os.environ.setdefault("HOLISTIC_SEGMENT_KEYS", SEGMENT_KEYS)
     settings = _settings()
     _logging(settings)
     temp_dir = None

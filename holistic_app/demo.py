@@ -13,12 +13,16 @@ from holistic_client import Client, terminal
 from holistic_client.demo_sample import SAMPLE, rebased
 from holistic_client.display import detail_tables, family_table, profiles_table, trust_table
 from holistic_client.jsonl import Line
+from holistic_client.segments import segments_section
 
 SUMMARIZATION_COLUMNS = (
     "rouge_2", "rouge_l", "bleu", "chrf", "coverage", "density", "compression",
     "semantic_similarity_reference", "semantic_similarity_source",
 )  # fmt: skip
 RETRIEVAL_COLUMNS = ("RR@10", "Success@1", "Success@10", "Recall@10", "queries_pending_judgments")
+# the demo's HOLISTIC_SEGMENT_KEYS (`holistic up --demo` sets it unless the environment does): every row of the
+# sample carries metadata app_version (tools/make_demo_data.py), so each family's main metric per version shows
+SEGMENT_KEYS = "app_version"
 __all__ = ["SAMPLE", "rebased", "run", "wait_applied"]  # SAMPLE, rebased: the demo submitted as of now
 
 
@@ -65,6 +69,10 @@ def run(address: str, sample: Path = SAMPLE, batch_size: int = 500, console: Con
         for family, columns in (("summarization", SUMMARIZATION_COLUMNS), ("retrieval", RETRIEVAL_COLUMNS)):
             table = family_table(profiles, family, columns)
             if table is not None:
+                console.print(table)
+        if profiles[0].segments:  # HOLISTIC_SEGMENT_KEYS (the demo's default: SEGMENT_KEYS)
+            console.print(f"segments of {profiles[0].model}, all time (holistic profile MODEL --section segments):")
+            for table in segments_section(profiles[0]):
                 console.print(table)
 
 

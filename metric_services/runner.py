@@ -475,7 +475,7 @@ class Worker:
     def _apply_with_instances(self, w: Work, partial: Partial) -> int:
         """Read the touched instances, apply with compare-and-set; re-read and retry on a conflict."""
         for attempt in range(STATE_RETRIES):
-            plan = self.instances.plan(w.entry.model, partial.spec, partial.rows, None)
+            plan = self.instances.plan(w.entry.model, partial.spec, partial.rows, None, partial.cells)
             by_minute: dict[int, Stats] = {m: Stats().merge(st) for m, st in w.by_minute.items()}
             for b in w.batches:  # late rows are counted per batch, at its accept time
                 self.instances.late(b.partial.rows if b.partial else [], b.accept_s, by_minute)

@@ -74,7 +74,10 @@ def merged(ws: list[Work]) -> Work:
             per_minute[minute] = per_minute.get(minute, 0) + count
     partial = None
     if first.partial is not None:
-        partial = Partial(by_minute, first.partial.spec, [r for w in ws for r in w.partial.rows if w.partial])
+        partial = Partial(by_minute, first.partial.spec)
+        for w in ws:
+            if w.partial is not None:
+                partial.join(w.partial)
     return Work(
         first.entry_id, first.entry, first.batch_id, sum(w.n for w in ws), by_minute, partial, first.accept_s,
         first.traceparent, first.stream, per_minute, members=list(ws), redaction=first.redaction,

@@ -22,6 +22,7 @@ import json
 import random
 import re
 import sys
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,10 @@ TASKS = {
 # dialect rewrite changes, and rows already tagged dialect=aae get none, hence the higher mmlu dialect share.
 PERTURB_SHARE = {"typos": {"mmlu": 0.25, "boolq": 0.25}, "dialect": {"mmlu": 0.32, "boolq": 0.18}}
 RECOVERY = 0.05  # P(a wrong original turns right under a perturbation)
+# metadata app_version (the client release that served the row), for the demo's segments: a function of the
+# instance's id (a variant's original's), so every model's rows and an instance's variants share it, and no draw
+# of the random streams changes (every other byte of the sample is what it was without it)
+APP_VERSIONS = ("2.3", "2.4", "2.5")
 N = NormalDist()
 
 
@@ -565,6 +570,10 @@ def set_timing(p: pb.Prediction, m: Model, inst: Instance, rng: random.Random) -
     p.produced_at.FromMilliseconds(START_MS + round((inst.t + rng.uniform(0, 30) + latency) * 1000))
 
 
+def app_version(instance_id: str) -> str:
+    return APP_VERSIONS[zlib.crc32(instance_id.encode()) % len(APP_VERSIONS)]
+
+
 def to_line(p: pb.Prediction) -> str:
     d = json_format.MessageToDict(p)
     for key in ("groups", "metadata"):  # map iteration order is not promised by the runtime: sort it
@@ -581,6 +590,8 @@ def main() -> None:
         preds.extend(answer(m, inst, rng, seen) for inst in instances)
     # Its own random stream (seed 1212): the other rows stay as they were.
     preds.extend(demo_retrieval.predictions([m.name for m in MODELS], 1212, START_MS, SPAN_S))
+    for p in preds:
+        p.metadata["app_version"] = app_version(p.perturbation.original_id or p.id)
     preds.sort(key=lambda p: (p.produced_at.ToMilliseconds(), p.model, p.id))
     lines = [to_line(p) for p in preds]
     for line in lines:  # every line must read back as a Prediction

@@ -22,7 +22,7 @@ from holistic.stats.mergeable import Folded, Stats
 if TYPE_CHECKING:
     from holistic.queue.v1.envelope_pb2 import BatchEnvelope
     from holistic.settings import Settings
-    from holistic.stats.instances import InstanceSpec, Row
+    from holistic.stats.instances import Cells, InstanceSpec, Row
     from holistic.v1.profile_pb2 import Dimension, FamilyReport, GroupBreakdown, Metric, MetricSignature
 
 
@@ -107,6 +107,16 @@ class Partial:
     by_minute: dict[int, Stats]
     spec: InstanceSpec
     rows: list[Row] = field(default_factory=list)
+    # instance -> its segment cells; the runner's (holistic/stats/segments.py) to fill, never a family's
+    cells: dict[str, Cells] = field(default_factory=dict)
+
+    def join(self, other: Partial) -> None:
+        """other's rows and cells added to this one's (parts of a batch, or batches applied together)."""
+        from holistic.stats.instances import join_cells
+
+        self.rows.extend(other.rows)
+        for instance, cells in other.cells.items():
+            join_cells(self.cells.setdefault(instance, {}), cells)
 
 
 def as_partial(result: dict[int, Stats] | Partial) -> tuple[dict[int, Stats], Partial | None]:

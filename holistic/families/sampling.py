@@ -198,15 +198,15 @@ def compute(
     if len(parts) == 1:
         return as_partial(compute(parts[rates.family], settings))
     total: dict[int, Stats] = {}
-    spec, rows = None, []
+    joined: Partial | None = None
     for rate, part in parts.items():
         by_minute, partial = as_partial(compute(part, settings))
         for minute, st in by_minute.items():
             total.setdefault(minute, Stats()).merge(st if rate == rates.family else prefixed(st, rate))
         if partial is not None:
-            spec = partial.spec
-            rows.extend(partial.rows)
-    return total, (Partial(total, spec, rows) if spec is not None else None)
+            joined = joined or Partial(total, partial.spec)
+            joined.join(partial)
+    return total, joined
 
 
 def _without_predictions(envelope: BatchEnvelope) -> BatchEnvelope:

@@ -15,6 +15,13 @@ the aggregates get the difference: the old contribution is subtracted where it w
 added where it belongs. So a window's aggregates always equal a one-pass computation over the
 current states of the instances attributed to it.
 
+Segment cells (holistic/stats/segments.py): the runner tags a batch's instances with the cells of the
+predictions their rows came from (Partial.cells); a state keeps one cell per segment key, the least its rows
+carried (min: the same in any order), after its slots in its text (a state without cells, every one written
+before them, reads and writes as ever). Each contribution above is also added, or taken back, under each of
+the instance's cells ("#seg|<key>|<cell>|q|..."), so a cell's aggregates are those of the instances in it;
+an instance whose cell changes is taken back from the old cell and added to the new.
+
 Storage: instance states live in Redis hashes `inst:<family>:d:<day>`, one per day of first apply
 (Redis's clock, so every replica agrees on the day), field = instance key, value = `State.encode()`.
 A day's hash expires HOLISTIC_INSTANCE_TTL_S after the day ends: state lives TTL to TTL + 1 day. Each hash counts its
@@ -53,7 +60,8 @@ from typing import Any, Literal, NamedTuple, Protocol
 from holistic.redis.keys import Keys
 from holistic.redis.scripts import source
 from holistic.stats.mergeable import Stats
-from holistic.stats.names import key
+from holistic.stats.names import SEGMENT_PREFIX, key
+from holistic.stats.names import SEP as NAME_SEP
 
 DAY = 86_400
 CLOCK_STEP_S = 600  # near midnight (either side), a new instance is also checked absent in the other day's hash
@@ -104,29 +112,64 @@ class InstanceSpec(Protocol):
         ...
 
 
+# An instance's segment cells (holistic/stats/segments.py): segment key -> cell part ("=<value>" or the `other`
+# cell), the least part of each key among the instance's rows that carry it
+Cells = dict[str, str]
+CELLS = "\x1e"  # in a state's text, before each "<key>\x1f<cell>" (the cell's own \x1e and \x1f escaped)
+
+
+def join_cells(into: Cells, cells: Mapping[str, str]) -> None:
+    """Each key's least cell: min is commutative, so the result is the same in any order, batch or replica."""
+    for k, part in cells.items():
+        was = into.get(k)
+        if was is None or part < was:
+            into[k] = part
+
+
 @dataclass
 class State:
     minute: int
     slots: dict[str, float] = field(default_factory=dict)
+    cells: Cells | None = None  # None, not an empty dict: no dict made per state without cells (~4 % of a plan)
 
     def encode(self) -> str:
         slots = self.slots
         if not slots:
-            return str(self.minute)
-        if len(slots) == 1:  # one prediction an instance (the bias family's originals): nothing to sort
+            text = str(self.minute)
+        elif len(slots) == 1:  # one prediction an instance (the bias family's originals): nothing to sort
             ((s, v),) = slots.items()
-            return f"{self.minute};{s}={v!r}"
-        # the names sorted, then looked up: ~15% less than sorting the pairs
-        return f"{self.minute};" + ";".join([f"{s}={slots[s]!r}" for s in sorted(slots)])
+            text = f"{self.minute};{s}={v!r}"
+        else:  # the names sorted, then looked up: ~15% less than sorting the pairs
+            text = f"{self.minute};" + ";".join([f"{s}={slots[s]!r}" for s in sorted(slots)])
+        if self.cells:  # after the slots: a state without cells (every one written before them) reads as ever
+            cells = self.cells
+            text += "".join([f"{CELLS}{k}\x1f{_escape(cells[k])}" for k in sorted(cells)])
+        return text
 
     @classmethod
     def decode(cls, text: str) -> State:
+        cells: Cells | None = None
+        if CELLS in text:
+            cells = {}
+            text, *tagged = text.split(CELLS)
+            for t in tagged:
+                k, _, part = t.partition("\x1f")
+                cells[k] = _unescape(part)
         minute, *pairs = text.split(";")
         slots = {}
         for pair in pairs:
             slot, _, value = pair.rpartition("=")
             slots[slot] = float(value)
-        return cls(int(minute), slots)
+        return cls(int(minute), slots, cells)
+
+
+def _escape(part: str) -> str:
+    # a cell part's "%" is escaped already (segments.cell_part), so "%1E" and "%1F" come only from here
+    return part.replace("\x1e", "%1E").replace("\x1f", "%1F") if "\x1e" in part or "\x1f" in part else part
+
+
+def _unescape(part: str) -> str:
+    return part.replace("%1E", "\x1e").replace("%1F", "\x1f") if "%1" in part else part
 
 
 def _reduce(how: Reducer, a: float, b: float) -> float:
@@ -136,16 +179,20 @@ def _reduce(how: Reducer, a: float, b: float) -> float:
 def merge(spec: InstanceSpec, old: State | None, new: State) -> State:
     """old and new folded: each slot reduced, the earlier minute kept."""
     if old is None:
-        return State(new.minute, dict(new.slots))
+        return State(new.minute, dict(new.slots), dict(new.cells) if new.cells else None)
     slots = dict(old.slots)
     for slot, v in new.slots.items():
         slots[slot] = _reduce(spec.reducer(slot), slots[slot], v) if slot in slots else v
-    return State(min(old.minute, new.minute), slots)
+    cells = dict(old.cells) if old.cells else None
+    if new.cells:
+        cells = cells or {}
+        join_cells(cells, new.cells)
+    return State(min(old.minute, new.minute), slots, cells)
 
 
-def fold_rows(spec: InstanceSpec, rows: Iterable[Row]) -> dict[str, State]:
+def fold_rows(spec: InstanceSpec, rows: Iterable[Row], cells: Mapping[str, Cells] | None = None) -> dict[str, State]:
     """A batch's rows reduced per instance (before anything is read from Redis): merge of each row's
-    state in turn, folded in place."""
+    state in turn, folded in place; `cells`: the instances' segment cells (Partial.cells)."""
     out: dict[str, State] = {}
     for instance, slot, value, minute in rows:  # unpacked: ~25% faster than four attribute reads
         state = out.get(instance)
@@ -159,6 +206,11 @@ def fold_rows(spec: InstanceSpec, rows: Iterable[Row]) -> dict[str, State]:
             slots[slot] = _reduce(spec.reducer(slot), slots[slot], value)
         else:
             slots[slot] = value
+    if cells:
+        for instance, c in cells.items():
+            state = out.get(instance)
+            if state is not None and c:
+                state.cells = dict(c)
     return out
 
 
@@ -179,7 +231,9 @@ class _QuantityFields(dict[str, Fields]):
         self.spec = spec
 
     def __missing__(self, q: str) -> Fields:
-        out = self[q] = (*_moment_fields(q), tuple((t, key(q, at_least(t))) for t in self.spec.thresholds(q)))
+        # a segment cell's copy "#seg|<key>|<cell>|<q>" has q's thresholds (neither key nor cell holds SEP)
+        own = q.split(NAME_SEP, 3)[3] if q.startswith(SEGMENT_PREFIX) else q
+        out = self[q] = (*_moment_fields(q), tuple((t, key(q, at_least(t))) for t in self.spec.thresholds(own)))
         return out
 
 
@@ -196,10 +250,16 @@ class _Sums:
         self.counts: dict[int, dict[str, int]] = {}  # minute -> threshold count field -> count
 
     def add(self, state: State, sign: int, derived: dict[str, float]) -> None:
-        """Add (sign +1) or take back (-1) the quantities `derived` (spec.derive of state) in its minute."""
-        sums = self.by_minute.get(state.minute)
+        """Add (sign +1) or take back (-1) the quantities `derived` (spec.derive of state) in its minute,
+        and the same under each of its segment cells ("#seg|<key>|<cell>|<q>", bounded by the keys)."""
+        minute = state.minute
+        sums = self.by_minute.get(minute)
         if sums is None:
-            sums = self.by_minute[state.minute] = {}
+            sums = self.by_minute[minute] = {}
+        if state.cells:  # each cell: one more call, made only by states with cells
+            for k, part in state.cells.items():
+                prefix = f"{SEGMENT_PREFIX}{k}{NAME_SEP}{part}{NAME_SEP}"
+                self.add(State(minute), sign, {prefix + q: v for q, v in derived.items()})
         if sign == 1 and not self.thresholded:  # the common case, a new instance: 1 * v is v exactly
             for q, v in derived.items():
                 acc = sums.get(q)
@@ -221,7 +281,7 @@ class _Sums:
                 acc[2] += sign * v * v
             thresholds = fields[q][3] if fields is not None else ()
             if thresholds:
-                counts = self.counts.setdefault(state.minute, {})
+                counts = self.counts.setdefault(minute, {})
                 for t, count in thresholds:
                     if v >= t:
                         counts[count] = counts.get(count, 0) + sign
@@ -256,7 +316,7 @@ def _changed(
     derived = spec.derive(instance, new.slots)
     if old is not None:
         before = spec.derive(instance, old.slots)
-        if old.minute == new.minute and before == derived:
+        if old.minute == new.minute and before == derived and old.cells == new.cells:
             return
         sums.add(old, -1, before)
         if out is not None:
@@ -356,11 +416,19 @@ class InstanceStore:
                 return now, days, shards, replies
             days = wanted
 
-    def plan(self, model: str, spec: InstanceSpec, rows: list[Row], accept_s: float | None) -> Plan:
-        """accept_s None: the caller counts late rows itself (batches applied together, see late)."""
+    def plan(
+        self,
+        model: str,
+        spec: InstanceSpec,
+        rows: list[Row],
+        accept_s: float | None,
+        cells: Mapping[str, Cells] | None = None,
+    ) -> Plan:
+        """accept_s None: the caller counts late rows itself (batches applied together, see late).
+        cells: the touched instances' segment cells (Partial.cells), joined with their stored ones."""
         if not rows:
             return Plan({}, {})
-        parts = fold_rows(spec, rows)  # fresh states, this plan's own: a new instance's is used as it is
+        parts = fold_rows(spec, rows, cells)  # fresh states, this plan's own: a new instance's is used as it is
         names = sorted(parts)
         row_counts: Counter[str] | None = None  # rows per instance: only for rows left out past the cap
         sums = _Sums(spec)  # the aggregates' deltas, into by_minute at the end

@@ -36,6 +36,7 @@ from typing import ClassVar, NamedTuple, Self
 SEP = "|"
 CORE = "#"  # the first character of the core's own parts (holistic/stats/mergeable.py, holistic/stats/instances.py)
 TAG = "="  # "<key>=<value>": a `groups` tag of a prediction
+SEGMENT_PREFIX = "#seg" + SEP  # "#seg|<key>|<cell>|<field>": a segment cell's field (holistic/stats/segments.py)
 
 
 def key(*parts: str) -> str:

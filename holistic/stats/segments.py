@@ -6,7 +6,9 @@ own `compute` once per part (each prediction is computed once: a family's statis
 batch merge to those of the whole, its contract), and stores each key's cells' statistics beside the whole's
 under fields "#seg|<key>|<cell>|<field>". The profile folds each cell with the family's own `fold` and keeps
 its main metric, with the interval the fold gives it. Rows of per-instance state (holistic/stats/instances.py) are
-joined across batches, not per cell: metrics made only from them are not broken down.
+joined across batches, not per cell: each part's rows tag their instances with the part's cells (Partial.cells),
+the instance's state keeps them (per key the least, so any order gives one cell), and its joined contribution is
+added under its cells' fields as well as the whole's.
 
 Bounded: a key's cells are its first HOLISTIC_SEGMENT_TOP_K values per model, first come first admitted
 (segment_admit.lua), and one `other` cell for every later value and every value longer than
@@ -22,8 +24,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from holistic.families import Family, FamilyFold, Partial, as_partial, exported_metrics
+from holistic.stats.instances import join_cells
 from holistic.stats.mergeable import Folded, Stats
-from holistic.stats.names import SEP, Fields
+from holistic.stats.names import SEGMENT_PREFIX, SEP, Fields
 from holistic.v1 import profile_pb2 as pp
 
 if TYPE_CHECKING:
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from holistic.redis.keys import Keys
     from holistic.settings import Settings
 
-PREFIX = "#seg" + SEP  # the core's part: family folds never see these fields (split() takes them off)
+PREFIX = SEGMENT_PREFIX  # the core's part: family folds never see these fields (split() takes them off)
 OTHER = "*"  # the cell of values past the first K; an admitted value's cell is "=" + its escaped text
 OTHER_LABEL = "other"
 
@@ -78,14 +81,18 @@ def compute(family: Family, envelope: BatchEnvelope, settings: Settings, admit: 
         )
         parts.setdefault(cells, []).append(i)
     total: dict[int, Stats] = {}
-    spec, rows = None, []
+    joined: Partial | None = None
     by_cell: dict[tuple[str, str], dict[int, Stats]] = {}
     for cells, idx in parts.items():
         sub = envelope if len(parts) == 1 else _subset(envelope, idx)
         by_minute, partial = as_partial(family.compute(sub, settings))
         if partial is not None:
-            spec = partial.spec
-            rows.extend(partial.rows)
+            tagged = {k: cell for k, cell in zip(keys, cells, strict=True) if cell is not None}
+            if tagged:  # each instance its rows touch is in these cells (the least per key, if its rows differ)
+                for instance in {r[0] for r in partial.rows}:
+                    join_cells(partial.cells.setdefault(instance, {}), tagged)
+            joined = joined or Partial(total, partial.spec)
+            joined.join(partial)
         for minute, st in by_minute.items():
             for k, cell in zip(keys, cells, strict=True):
                 if cell is not None:
@@ -94,9 +101,7 @@ def compute(family: Family, envelope: BatchEnvelope, settings: Settings, admit: 
     for (k, cell), minutes in by_cell.items():
         for minute, st in minutes.items():
             _merge_prefixed(total.setdefault(minute, Stats()), st, f"{PREFIX}{k}{SEP}{cell}{SEP}")
-    if spec is not None:
-        return Partial(total, spec, rows)
-    return total
+    return joined if joined is not None else total
 
 
 def _subset(envelope: BatchEnvelope, idx: Iterable[int]) -> BatchEnvelope:

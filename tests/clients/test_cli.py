@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -89,6 +90,13 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "holistic profiles, all time" in out and "last hour" in out
     assert "…" not in out  # nothing cut: model names, headers and the summarization table whole
     assert "rouge_l" in out and "1 batches" not in out
+    # the demo's segments (HOLISTIC_SEGMENT_KEYS=app_version): every family, those of joined instances included
+    segments = out[out.index("segments of atlas-70b") :]
+    assert "segment app_version" in segments
+    for family in ("accuracy", "robustness", "fairness", "retrieval", "efficiency"):
+        assert {v for v in ("2.3", "2.4", "2.5") if re.search(rf"│ {re.escape(v)} +│ {family} ", segments)} == {
+            "2.3", "2.4", "2.5"
+        }, family  # fmt: skip
 
 
 def closed_port() -> int:

@@ -303,3 +303,69 @@ def test_concurrent_replicas_give_the_one_pass_aggregates(gateway, make_worker, 
     # 60 instances; worst is 1 only where the original and both variants are right:
     # original right unless i % 3 == 0, variants right when i is even -> i in {2,4,8,10,...}: 20 of 60
     assert got["mmlu|exact_match|worst|n"] == 60 and got["mmlu|exact_match|worst|sum"] == 20
+
+
+# --- segment cells (holistic/stats/segments.py) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["=eu", "*", "=a\x1eb\x1fc", "=%251E;x=1.0", "=;=|"])
+def test_a_state_keeps_its_cells_and_a_state_without_cells_reads_and_writes_as_before(value):
+    state = State(7, {"o": 1.0, "p:typos": 0.5}, {"region": value, "tier": "=pro"})
+    assert State.decode(state.encode()) == state
+    assert State(7, {"o": 1.0}).encode() == "7;o=1.0"  # the text of every state written before cells
+    assert State.decode("7;o=1.0;p:typos=0.5") == State(7, {"o": 1.0, "p:typos": 0.5})
+
+
+def test_an_instance_is_in_the_least_cell_its_rows_carry_in_any_order():
+    """Rows of one instance that disagree (or lack the key): per key the least cell, whatever the order."""
+    inst = SEP.join(("s", "em", "q"))
+    parts = [
+        (Row(inst, "o", 1.0, 5), {"region": "=us"}),
+        (Row(inst, "p:typos", 0.0, 4), {"region": "=eu", "tier": "=pro"}),
+        (Row(inst, "p:dialect", 1.0, 6), {}),
+    ]
+    seen = set()
+    for order in ([0, 1, 2], [2, 1, 0], [1, 2, 0]):
+        state = None
+        for i in order:
+            row, cells = parts[i]
+            state = merge(SPEC, state, fold_rows(SPEC, [row], {inst: cells})[inst])
+        seen.add(state.encode())
+    assert len(seen) == 1 and State.decode(seen.pop()).cells == {"region": "=eu", "tier": "=pro"}
+
+
+def test_an_old_instance_row_without_cells_moves_into_its_cell_and_the_whole_is_unchanged(make_worker, settings, r):
+    """A state written before cells (no cells in its text) meets a row with a cell that changes no value:
+    the instance's contribution is added under the cell, and the whole's sums are what they were."""
+    worker = make_worker("robustness")
+    keys = Keys(settings.key_prefix)
+    store = InstanceStore(r, keys, "robustness", settings.instance_ttl_s, 100)
+    inst = SEP.join(("s", "em", "q"))
+    assert _apply(worker, store, [Row(inst, "o", 0.5, 5)], 1) == 1  # as an old worker wrote it
+    day = int(r.time()[0]) // DAY
+    assert b"5;o=0.5" in [r.hget(keys.instances("m", "robustness", d), inst) for d in (day - 1, day)]
+    plan = store.plan("m", SPEC, [Row(inst, "o", 0.5, 5)], 0, {inst: {"region": "=eu"}})
+    f = flat(plan.by_minute)[5]
+    assert {k: v for k, v in f.items() if k.startswith("#seg")} == {
+        "#seg|region|=eu|s|em|worst|n": 1, "#seg|region|=eu|s|em|worst|sum": 0.5,
+        "#seg|region|=eu|s|em|worst|sumsq": 0.25, "#seg|region|=eu|s|em|orig|n": 1,
+        "#seg|region|=eu|s|em|orig|sum": 0.5, "#seg|region|=eu|s|em|orig|sumsq": 0.25,
+    }  # fmt: skip
+    assert all(v == 0 for k, v in f.items() if not k.startswith("#seg"))  # taken back and added again
+    w = Work("0-2", type("E", (), {"model": "m", "seq": 2})(), "b2", 1, {}, None, 0)
+    k, args = worker._apply_args(w, plan.by_minute, plan.hashes)
+    assert int(worker.queue.scripts.apply(keys=k, args=args)) == 1
+    stats = Folded.from_hashes([r.hgetall(keys.stats("m", "robustness", "all"))])
+    assert (stats["s|em|worst|n"], stats["s|em|worst|sum"]) == (1, 0.5)
+    assert (stats["#seg|region|=eu|s|em|worst|n"], stats["#seg|region|=eu|s|em|worst|sum"]) == (1, 0.5)
+    # the same row again changes nothing: no op, no delta
+    assert store.plan("m", SPEC, [Row(inst, "o", 0.5, 5)], 0, {inst: {"region": "=eu"}}).by_minute == {}
+
+
+def test_a_cell_gets_the_quantities_thresholds():
+    rows = [Row("a", "c", 0.7, 1), Row("b", "c", 0.2, 1)]
+    f = flat(aggregate(MaxToxicity(), fold_rows(MaxToxicity(), rows, {"a": {"k": "=x"}, "b": {"k": "=x"}})))
+    assert {k: v for k, v in f[1].items() if k.startswith("#seg")} == {
+        "#seg|k|=x|tox|n": 2, "#seg|k|=x|tox|sum": pytest.approx(0.9), "#seg|k|=x|tox|sumsq": pytest.approx(0.53),
+        "#seg|k|=x|tox|ge:0.5": 1,
+    }  # fmt: skip

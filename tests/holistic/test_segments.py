@@ -170,11 +170,13 @@ def test_every_installed_family_folds_its_cells_of_the_demo_and_each_cell_adds_u
             shown.setdefault(b.family, set()).add(b.metric)
             assert b.key == "tier" and b.values and all(v.metric.count > 0 for v in b.values)
             assert [v.value for v in b.values if v.other] in ([], ["other"])
-            if b.family == "accuracy":  # every prediction has a tier: the cells split the whole's predictions
-                assert sum(v.metric.count for v in b.values) == whole[("accuracy", b.metric)].count
-    # robustness, fairness and retrieval make their main metrics from instances joined across batches: no cells
+            # every prediction has a tier: the cells split the whole's predictions, and the instances joined
+            # across batches (an original and its variants, a query and its judgments: each in one cell)
+            if b.family in ("accuracy", "robustness", "fairness", "retrieval"):
+                assert sum(v.metric.count for v in b.values) == whole[(b.family, b.metric)].count, b.family
     assert shown == {
         "accuracy": {"exact_match"}, "calibration": {"ece_10_bin"}, "efficiency": {"latency_p50"},
         "summarization": {"rouge_2"}, "toxicity": {"toxic_frac"},
         "bias": {"bias_metric:mode=representation,demographic_category=gender"},
+        "robustness": {"robustness"}, "fairness": {"fairness"}, "retrieval": {"RR@5"},
     }  # fmt: skip

@@ -6,7 +6,10 @@ import pytest
 from click.testing import CliRunner
 
 from holistic.errors import ConfigError
+from holistic.redis.keys import Keys
+from holistic.stats.mergeable import Folded
 from holistic_app.cli import main
+from metric_services.toxicity import INPUT
 from tests.conftest import drain
 from tests.factories import prediction
 from tests.holistic.test_sampling import reference_position
@@ -79,7 +82,7 @@ def test_scenarios_at_their_own_rates_are_weighted_in_the_familys_numbers(use_ta
 
 
 def test_segments_beside_scenario_rates_leave_the_weighted_numbers_alone_and_show_no_mixed_cells(
-    use_table, make_gateway, make_worker, monkeypatch
+    use_table, make_gateway, make_worker, monkeypatch, r
 ):
     """The same stream as above with a segment key: the family's Horvitz–Thompson numbers are unchanged (the
     segment split runs inside each rate's part), and no toxicity cell is shown, since a cell would mix weights."""
@@ -100,6 +103,11 @@ def test_segments_beside_scenario_rates_leave_the_weighted_numbers_alone_and_sho
     fam = next(f for f in profile.families if f.family == "toxicity")
     assert next(m for m in fam.metrics if m.name == "toxic_frac").value == pytest.approx(by_hand)
     assert not [b for b in profile.segments if b.family == "toxicity"]
+    # the per-input max's instances (joined over both rates' parts) are in their cells all the same
+    stored = Folded.from_hashes([r.hgetall(Keys(gw.settings.key_prefix).stats("m", "toxicity", "all"))])
+    whole = sum(v for f, v in stored.items() if f.startswith(INPUT) and f.endswith("|n"))
+    in_cells = sum(v for f, v in stored.items() if f.startswith("#seg|") and f"|{INPUT}" in f and f.endswith("|n"))
+    assert whole > 0 and in_cells == whole
 
     monkeypatch.delenv("HOLISTIC_TOXICITY_SCENARIO_SAMPLE_RATES")  # one rate: the cells are shown
     with gw.client() as client:
