@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Any
 from holistic.errors import ConfigError
 from holistic.settings import Settings
 from holistic.tenancy.tenants import TENANT_RE, split_model
-from holistic.tenancy.watched_file import stamp_to_read
+from holistic.tenancy.watched_file import Recheck, stamp_to_read
 
 log = logging.getLogger("holistic.tenancy.retention")
 
@@ -141,8 +139,7 @@ class RetentionStore:
     settings: Settings
     _by_tenant: dict[str, Retention] = field(default_factory=dict)
     _stamp: tuple[float, int] | None = None
-    _checked: float = 0.0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _recheck: Recheck = field(default_factory=lambda: Recheck(RELOAD_EVERY_S))
 
     def __post_init__(self) -> None:
         self.default = defaults(self.settings)
@@ -170,12 +167,8 @@ class RetentionStore:
         self._by_tenant, self._stamp = by_tenant, stamp
 
     def _fresh(self) -> None:
-        now = time.monotonic()
-        if self.path is not None and now - self._checked >= RELOAD_EVERY_S:
-            with self._lock:
-                if now - self._checked >= RELOAD_EVERY_S:
-                    self._checked = now
-                    self.reload()
+        if self.path is not None:
+            self._recheck(self.reload)
 
     def of(self, tenant: str) -> Retention:
         self._fresh()

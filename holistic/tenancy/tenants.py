@@ -14,14 +14,13 @@ import hashlib
 import logging
 import re
 import secrets
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from holistic.errors import ConfigError
-from holistic.tenancy.watched_file import stamp_to_read
+from holistic.tenancy.watched_file import Recheck, stamp_to_read
 
 log = logging.getLogger("holistic.tenancy.tenants")
 
@@ -107,8 +106,7 @@ class TokenStore:
     _hashes: dict[str, str] = field(default_factory=dict)
     _expiries: dict[str, float] = field(default_factory=dict)
     _stamp: tuple[float, int] | None = None
-    _checked: float = 0.0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _recheck: Recheck = field(default_factory=lambda: Recheck(RELOAD_EVERY_S))
 
     def __post_init__(self) -> None:
         self.reload(force=True)
@@ -143,12 +141,8 @@ class TokenStore:
     def tenant_of(self, token: str) -> str | None:
         """The token's tenant, or None for an unknown, revoked or expired token. Picks up file changes
         within RELOAD_EVERY_S."""
-        now = time.monotonic()
-        if self.path is not None and now - self._checked >= RELOAD_EVERY_S:
-            with self._lock:
-                if now - self._checked >= RELOAD_EVERY_S:
-                    self._checked = now
-                    self.reload()
+        if self.path is not None:
+            self._recheck(self.reload)
         if not token:
             return None
         digest = hash_token(token)

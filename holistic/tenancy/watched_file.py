@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from holistic.errors import ConfigError
@@ -26,3 +30,21 @@ def stamp_to_read(
         return None
     stamp = (st.st_mtime, st.st_size)
     return None if not force and stamp == previous else stamp
+
+
+@dataclass
+class Recheck:
+    """At most one look at a watched file every `every_s`, whichever thread asks: the hot path (a request's
+    token, a write's retention) pays one clock read, and only one thread re-reads."""
+
+    every_s: float
+    checked: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self, reload: Callable[[], None]) -> None:
+        now = time.monotonic()
+        if now - self.checked >= self.every_s:
+            with self._lock:
+                if now - self.checked >= self.every_s:
+                    self.checked = now
+                    reload()

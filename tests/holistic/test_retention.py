@@ -73,12 +73,12 @@ def test_the_file_is_re_read_on_change_and_an_invalid_change_keeps_what_was_load
 
     path.write_text('[tenants.team-a]\nraw_text = "2h"\n')
     os.utime(path, (1, 1))  # a new stamp, whatever the file system's clock resolution
-    store._checked = 0.0
+    store._recheck.checked = 0.0
     assert store.of("team-a").raw_text_s == 7200
 
     path.write_text('[tenants.team-a]\nraw_text = "soon"\n')
     os.utime(path, (2, 2))
-    store._checked = 0.0
+    store._recheck.checked = 0.0
     assert store.of("team-a").raw_text_s == 7200  # the invalid file is logged, the retention before kept
 
     with pytest.raises(ConfigError, match="does not exist"):
