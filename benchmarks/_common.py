@@ -17,6 +17,7 @@ from pathlib import Path
 
 import redis
 
+from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.redis.embedded import EmbeddedRedis
 from holistic.v1.evaluation_service_pb2 import SubmitPredictionsRequest
 from holistic.v1.prediction_pb2 import Prediction
@@ -107,6 +108,16 @@ def sample_predictions(n: int, spread_s: float = 30.0) -> list[Prediction]:
         p.model = ""
         p.produced_at.FromNanoseconds(int((newest - spread_s * (n - i) / n) * 1e9))
         out.append(p)
+    return out
+
+
+def batches(preds: Sequence[Prediction], size: int, accept_s: int = 1_800_000_000) -> list[BatchEnvelope]:
+    """The predictions as the envelopes a worker reads, `size` each, accepted at `accept_s`."""
+    out = []
+    for i in range(0, len(preds), size):
+        env = BatchEnvelope(model="bench", batch_id=f"b{i}", predictions=preds[i : i + size])
+        env.accept_time.FromSeconds(accept_s)
+        out.append(env)
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 
-from benchmarks._common import median, sample_predictions
+from benchmarks._common import batches, median, sample_predictions
 from holistic.process import evaluation_events
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
@@ -131,11 +131,7 @@ def main() -> None:
     args = ap.parse_args()
 
     preds = sample_predictions(args.predictions)
-    envelopes = []
-    for start in range(0, len(preds), BATCH):
-        env = BatchEnvelope(model="bench", predictions=preds[start : start + BATCH])
-        env.accept_time.FromSeconds(int(time.time()))
-        envelopes.append(env)
+    envelopes = batches(preds, BATCH, int(time.time()))
     for family in (accuracy.FAMILY, calibration.FAMILY):
         base = worker_cpu_us(family, envelopes, None, args.runs)
         print(f"{family.name} worker, CPU µs per prediction: compute alone {base:.2f}")

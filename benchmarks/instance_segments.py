@@ -14,7 +14,7 @@ import argparse
 import time
 from collections.abc import Mapping
 
-from benchmarks._common import median
+from benchmarks._common import batches, median
 from benchmarks._results import Figure, record
 from holistic.families import Partial, as_partial
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
@@ -36,12 +36,7 @@ def admit_all(asked: Mapping[str, list[str]]) -> dict[str, set[str]]:
 
 def envelopes(model: str) -> list[BatchEnvelope]:
     preds = [ln.prediction for ln in read_predictions(SAMPLE) if ln.prediction and ln.prediction.model == model]
-    out = []
-    for i in range(0, len(preds), BATCH):
-        env = BatchEnvelope(model="bench", batch_id=f"b{i}", predictions=preds[i : i + BATCH])
-        env.accept_time.FromSeconds(1_800_000_000)
-        out.append(env)
-    return out
+    return batches(preds, BATCH)
 
 
 def run(envs: list[BatchEnvelope], keys: str, runs: int) -> dict[str, float]:

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import median, sample_predictions
+from benchmarks._common import batches, median, sample_predictions
 from benchmarks._results import Figure, record
 from holistic.families import one_pass, sampling
 from holistic.profile.fold import build
@@ -97,11 +97,7 @@ def main() -> None:
     ap.add_argument("--bert", action="store_true", help="also a small BERT exported to ONNX int8 (about a minute)")
     args = ap.parse_args()
     preds = sample_predictions(args.predictions)
-    envelopes = []
-    for i in range(0, len(preds), BATCH):
-        env = BatchEnvelope(model="bench", batch_id=f"b{i}", predictions=preds[i : i + BATCH])
-        env.accept_time.FromSeconds(1_800_000_000)
-        envelopes.append(env)
+    envelopes = batches(preds, BATCH)
     FAMILY.prepare(load_settings(redis_url="unix:///unused"))  # the model loaded before timing
     cpu = {rate: cpu_per_prediction_us(FAMILY, envelopes, rate, args.runs) for rate in RATES}
     est = {rate: toxic_frac(envelopes, rate) for rate in RATES}
