@@ -29,7 +29,8 @@ import redis.asyncio as aioredis
 from holistic.compare import significance
 from holistic.redis.keys import Keys
 from holistic.settings import Settings
-from holistic.stats.instances import COUNT_FIELD, DAY, State
+from holistic.stats.instance_state import State
+from holistic.stats.instances import COUNT_FIELD, DAY
 
 MIN_PAIRS = 10  # a slot fewer shared instances hold is no cell (a slot named per instance, e.g. a variant's hash)
 INSTANCES_PER_BUCKET = 100  # an instance's state is a field of a few dozen bytes; a bucket, hundreds of fields

@@ -22,7 +22,8 @@ from holistic.stats.mergeable import Folded, Stats
 if TYPE_CHECKING:
     from holistic.queue.v1.envelope_pb2 import BatchEnvelope
     from holistic.settings import Settings
-    from holistic.stats.instances import Cells, InstanceSpec, Row
+    from holistic.stats.instance_state import Cells
+    from holistic.stats.instances import InstanceSpec, Row
     from holistic.v1.profile_pb2 import Dimension, FamilyReport, GroupBreakdown, Metric, MetricSignature
 
 
@@ -112,7 +113,7 @@ class Partial:
 
     def join(self, other: Partial) -> None:
         """other's rows and cells added to this one's (parts of a batch, or batches applied together)."""
-        from holistic.stats.instances import join_cells
+        from holistic.stats.instance_state import join_cells
 
         self.rows.extend(other.rows)
         for instance, cells in other.cells.items():

@@ -15,12 +15,9 @@ the aggregates get the difference: the old contribution is subtracted where it w
 added where it belongs. So a window's aggregates always equal a one-pass computation over the
 current states of the instances attributed to it.
 
-Segment cells (holistic/stats/segments.py): the runner tags a batch's instances with the cells of the
-predictions their rows came from (Partial.cells); a state keeps one cell per segment key, the least its rows
-carried (min: the same in any order), after its slots in its text (a state without cells, every one written
-before them, reads and writes as ever). Each contribution above is also added, or taken back, under each of
-the instance's cells ("#seg|<key>|<cell>|q|..."), so a cell's aggregates are those of the instances in it;
-an instance whose cell changes is taken back from the old cell and added to the new.
+Segment cells: each contribution above is also added, or taken back, under each of the instance's cells
+("#seg|<key>|<cell>|q|..."), so a cell's aggregates are those of the instances in it; an instance whose cell
+changes is taken back from the old cell and added to the new (which cell: holistic/stats/instance_state.py).
 
 Storage: instance states live in Redis hashes `inst:<family>:d:<day>`, one per day of first apply
 (Redis's clock, so every replica agrees on the day), field = instance key, value = `State.encode()`.
@@ -53,12 +50,13 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, Protocol
 
 from holistic.redis.keys import Keys
 from holistic.redis.scripts import source
+from holistic.stats.instance_state import Cells, State, join_cells
 from holistic.stats.mergeable import Stats
 from holistic.stats.names import SEGMENT_PREFIX, key
 from holistic.stats.names import SEP as NAME_SEP
@@ -110,66 +108,6 @@ class InstanceSpec(Protocol):
         """Values t for which `quantity|ge:<t>` counts the instances with value >= t. A spec whose
         quantities have none may say so with a class attribute `thresholded = False` (read once)."""
         ...
-
-
-# An instance's segment cells (holistic/stats/segments.py): segment key -> cell part ("=<value>" or the `other`
-# cell), the least part of each key among the instance's rows that carry it
-Cells = dict[str, str]
-CELLS = "\x1e"  # in a state's text, before each "<key>\x1f<cell>" (the cell's own \x1e and \x1f escaped)
-
-
-def join_cells(into: Cells, cells: Mapping[str, str]) -> None:
-    """Each key's least cell: min is commutative, so the result is the same in any order, batch or replica."""
-    for k, part in cells.items():
-        was = into.get(k)
-        if was is None or part < was:
-            into[k] = part
-
-
-@dataclass
-class State:
-    minute: int
-    slots: dict[str, float] = field(default_factory=dict)
-    cells: Cells | None = None  # None, not an empty dict: no dict made per state without cells (~4 % of a plan)
-
-    def encode(self) -> str:
-        slots = self.slots
-        if not slots:
-            text = str(self.minute)
-        elif len(slots) == 1:  # one prediction an instance (the bias family's originals): nothing to sort
-            ((s, v),) = slots.items()
-            text = f"{self.minute};{s}={v!r}"
-        else:  # the names sorted, then looked up: ~15% less than sorting the pairs
-            text = f"{self.minute};" + ";".join([f"{s}={slots[s]!r}" for s in sorted(slots)])
-        if self.cells:  # after the slots: a state without cells (every one written before them) reads as ever
-            cells = self.cells
-            text += "".join([f"{CELLS}{k}\x1f{_escape(cells[k])}" for k in sorted(cells)])
-        return text
-
-    @classmethod
-    def decode(cls, text: str) -> State:
-        cells: Cells | None = None
-        if CELLS in text:
-            cells = {}
-            text, *tagged = text.split(CELLS)
-            for t in tagged:
-                k, _, part = t.partition("\x1f")
-                cells[k] = _unescape(part)
-        minute, *pairs = text.split(";")
-        slots = {}
-        for pair in pairs:
-            slot, _, value = pair.rpartition("=")
-            slots[slot] = float(value)
-        return cls(int(minute), slots, cells)
-
-
-def _escape(part: str) -> str:
-    # a cell part's "%" is escaped already (segments.cell_part), so "%1E" and "%1F" come only from here
-    return part.replace("\x1e", "%1E").replace("\x1f", "%1F") if "\x1e" in part or "\x1f" in part else part
-
-
-def _unescape(part: str) -> str:
-    return part.replace("%1E", "\x1e").replace("%1F", "\x1f") if "%1" in part else part
 
 
 def _reduce(how: Reducer, a: float, b: float) -> float:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from holistic.families import Family, FamilyFold, Partial, as_partial, exported_metrics
-from holistic.stats.instances import join_cells
+from holistic.stats.instance_state import join_cells
 from holistic.stats.mergeable import Folded, Stats
 from holistic.stats.names import SEGMENT_PREFIX, SEP, Fields
 from holistic.v1 import profile_pb2 as pp

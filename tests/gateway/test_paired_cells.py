@@ -11,7 +11,7 @@ from gateway.paired import MIN_PAIRS, cells
 from holistic.compare.significance import MCNEMAR_EXACT, PAIRED_Z
 from holistic.families import paired_direction
 from holistic.families.registry import load_family
-from holistic.stats.instances import State
+from holistic.stats.instance_state import State
 
 
 def test_shared_slots_become_cells_and_rare_ones_do_not():

@@ -13,6 +13,7 @@ from holistic.families import one_pass
 from holistic.families.signature import signature_id
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.redis.keys import Keys
+from holistic.stats.instance_state import State
 from holistic.stats.instances import (
     COUNT_FIELD,
     LATE,
@@ -20,7 +21,6 @@ from holistic.stats.instances import (
     SEP,
     InstanceStore,
     Row,
-    State,
     aggregate,
     deltas,
     fold_rows,
