@@ -91,7 +91,7 @@ def _direction(msg: pp.Dimension | pp.Metric) -> int:
 class Comparer:
     def __init__(self, reader: ProfileReader, families: Callable[[str], Family] | None = None) -> None:
         self.reader = reader
-        self.families = families or reader.families
+        self.families: Callable[[str], Family] = families or reader.families or load_family
 
     def _fold(self, stored: Stored, folded: dict[str, Folded]) -> pp.Profile:
         return stored.fold(folded, self.reader.settings, self.families)
@@ -126,12 +126,11 @@ class Comparer:
             refs = segment_refs(after)  # a segment cell: its own buckets, folded alone (gateway/cell_bootstrap.py)
             plain = {n: fam for n, fam in corpus.items() if n not in refs}
             segmented = {n: refs[n] for n in corpus if n in refs}
-            load = self.families or load_family
             errors = []
             for s in (before_stored, after_stored):
                 errors.append(await loop.run_in_executor(self.reader.folds, bootstrap_errors, s, plain, self._fold))
                 errors[-1] |= await loop.run_in_executor(
-                    self.reader.folds, segment_errors, s, segmented, load, self.reader.settings
+                    self.reader.folds, segment_errors, s, segmented, self.families, self.reader.settings
                 )
             for c in changes:
                 if c.name not in corpus:
@@ -198,7 +197,7 @@ class Comparer:
     def _family(self, name: str) -> Family | None:
         """The family's declaration; None where this gateway does not have it installed."""
         try:
-            return (self.families or load_family)(name)
+            return self.families(name)
         except UnknownFamily:
             return None
 
