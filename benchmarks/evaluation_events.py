@@ -24,6 +24,7 @@ import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 
 from benchmarks._common import batches, median, sample_predictions
+from benchmarks._results import Figure, record
 from holistic.process import evaluation_events
 from holistic.queue.v1.envelope_pb2 import BatchEnvelope
 from holistic.settings import load_settings
@@ -132,12 +133,18 @@ def main() -> None:
 
     preds = sample_predictions(args.predictions)
     envelopes = batches(preds, BATCH, int(time.time()))
+    figures = []
     for family in (accuracy.FAMILY, calibration.FAMILY):
         base = worker_cpu_us(family, envelopes, None, args.runs)
         print(f"{family.name} worker, CPU µs per prediction: compute alone {base:.2f}")
         for rate in (0.01, 1.0):
             with_events = worker_cpu_us(family, envelopes, rate, args.runs)
             print(f"  with events at sample rate {rate:g}: {with_events:.2f} ({with_events / base:.3f}x)")
+            figures.append(
+                Figure(f"{family.name} worker CPU per prediction, events at sample rate {rate:g}", with_events, "us",
+                       "the family's compute alone", base, higher_is_better=False,
+                       note="choosing the sample, the family's per-prediction scores, one log record each")
+            )  # fmt: skip
 
     collector = Counting()
     http = http_collector(collector)
@@ -146,6 +153,7 @@ def main() -> None:
     finally:
         http.shutdown()
     print(f"holistic sender, OTLP/HTTP: {rate:,.0f} records/s, {cpu_us:.1f} CPU µs per record (sender and collector)")
+    senders = {"holistic sender, OTLP/HTTP": cpu_us}
     for name, run in (("holistic sender, OTLP/gRPC", holistic_sender), ("OpenTelemetry SDK, OTLP/gRPC", sdk_exporter)):
         collector = Counting()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -157,6 +165,14 @@ def main() -> None:
         finally:
             server.stop(0)
         print(f"{name}: {rate:,.0f} records/s, {cpu_us:.1f} CPU µs per record (sender and collector, one process)")
+        senders[name] = cpu_us
+    sdk = senders.pop("OpenTelemetry SDK, OTLP/gRPC")
+    figures += [
+        Figure(f"{name}: CPU per record sent", cpu_us, "us", "OpenTelemetry SDK's BatchLogRecordProcessor, OTLP/gRPC",
+               sdk, higher_is_better=False, note="sender and a local collector in one process")
+        for name, cpu_us in senders.items()
+    ]  # fmt: skip
+    record("evaluation_events", figures)
 
 
 if __name__ == "__main__":

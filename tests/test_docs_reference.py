@@ -48,3 +48,12 @@ def test_the_api_reference_renders_every_rpc_and_field_comment() -> None:
     for rpc in ("SubmitPredictions", "GetProfile", "WatchProfile", "ListModels", "Perturb"):
         assert f"| `{rpc}` |" in text
     assert "| `groups` | 13 | `map<string, string>` | Demographic or slicing tags" in text
+
+
+def test_every_benchmark_script_is_in_the_benchmarks_table() -> None:
+    """A script that is not in docs/benchmarks.md's table is a figure nobody is told how to read (helm_timed is
+    vs_helm's HELM side, run in HELM's own environment)."""
+    table = (ROOT / "docs" / "benchmarks.md").read_text()
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py") if not p.stem.startswith("_")} - {"helm_timed"}
+    assert "helm_timed" in table
+    assert sorted(s for s in scripts if f"| `{s}` |" not in table) == []
